@@ -1,0 +1,48 @@
+"""The Flask edge: an app factory wiring authentication, audit, problem documents and the blueprints."""
+
+from __future__ import annotations
+
+import redis
+from flask import Flask
+from flask_smorest import Api
+from prometheus_client import CollectorRegistry
+from prometheus_flask_exporter import PrometheusMetrics
+
+from api import audit, audit_events, auth, ops, problems, users
+from api.context import Services
+from hango import __version__
+from hango.config import Settings
+from hango.db import Database
+
+_BLUEPRINTS = (users.blp, audit_events.blp)
+
+
+def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
+    """Build the API application; nothing connects until the first request."""
+    app = Flask("hango", static_folder=None)
+    app.config.update(
+        MAX_CONTENT_LENGTH=settings.max_body_bytes,
+        API_TITLE="hango",
+        API_VERSION=__version__,
+        OPENAPI_VERSION="3.1.0",
+        OPENAPI_URL_PREFIX="/",
+        OPENAPI_JSON_PATH="openapi.json",
+        API_SPEC_OPTIONS={
+            "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+            "security": [{"bearer": []}],
+        },
+    )
+    app.extensions["hango"] = Services(
+        settings=settings,
+        db=db or Database(settings.require_database_url(), pool_size=settings.db_pool_size),
+        redis=redis.Redis.from_url(settings.require_redis_url(), socket_timeout=2, socket_connect_timeout=2),
+    )
+    api = Api(app)
+    for blueprint in _BLUEPRINTS:
+        api.register_blueprint(blueprint)
+    ops.register(app)
+    auth.register(app)
+    audit.register(app)
+    problems.register(app)
+    PrometheusMetrics(app, registry=CollectorRegistry(), group_by="url_rule", excluded_paths=["/docs/.*"])
+    return app

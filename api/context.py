@@ -1,0 +1,50 @@
+"""Per-request context: the app's services, the caller and the trace id."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+import redis
+from flask import current_app, g, request
+
+from hango.auth import Principal
+from hango.config import Settings
+from hango.db import Database
+from hango.errors import Unauthorized
+from hango.telemetry import current_trace_id
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+
+
+@dataclass(frozen=True)
+class Services:
+    """What the app factory builds once and every request uses."""
+
+    settings: Settings
+    db: Database
+    redis: redis.Redis[bytes]
+
+
+def services() -> Services:
+    """The current app's services."""
+    found: Services = current_app.extensions["hango"]
+    return found
+
+
+def principal() -> Principal:
+    """The authenticated caller; only valid inside ``/v1`` routes."""
+    found: Principal | None = g.get("principal")
+    if found is None:
+        raise Unauthorized("authentication is required")
+    return found
+
+
+def trace_id() -> str:
+    """The request's trace id: the active span's, the caller's ``traceparent``, or a fresh one."""
+    if "trace_id" not in g:
+        match = _TRACEPARENT.match(request.headers.get("traceparent", ""))
+        g.trace_id = current_trace_id() or (match.group(1) if match else uuid.uuid4().hex)
+    value: str = g.trace_id
+    return value

@@ -1,0 +1,65 @@
+"""Request parsing: a flask-smorest blueprint whose validation errors are hango's 400s with named fields."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+import flask_smorest
+import marshmallow as ma
+from flask import Request
+from webargs.flaskparser import FlaskParser
+
+from hango.errors import FieldError, InvalidInput
+
+
+def flatten_messages(messages: Any, path: str = "") -> list[FieldError]:
+    """Turn marshmallow's nested messages into ``field``/``message`` pairs with dotted, indexed paths."""
+    if isinstance(messages, Mapping):
+        errors: list[FieldError] = []
+        for key, value in messages.items():
+            errors.extend(flatten_messages(value, _join(path, key)))
+        return errors
+    if isinstance(messages, list | tuple) and all(isinstance(item, str) for item in messages):
+        return [FieldError(path or "body", message) for message in messages]
+    if isinstance(messages, list | tuple):
+        return [error for item in messages for error in flatten_messages(item, path)]
+    return [FieldError(path or "body", str(messages))]
+
+
+def _join(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if key == "_schema":
+        return path
+    return f"{path}.{key}" if path else str(key)
+
+
+class Parser(FlaskParser):
+    """webargs parser raising :class:`InvalidInput` (400) instead of aborting with a 422."""
+
+    DEFAULT_VALIDATION_STATUS = 400
+
+    def handle_error(
+        self,
+        error: ma.ValidationError,
+        req: Request,
+        schema: ma.Schema,
+        *,
+        error_status_code: int | None,
+        error_headers: Mapping[str, str] | None,
+    ) -> NoReturn:
+        """Report every invalid field; the request location (json, query) is not part of the field name."""
+        messages: dict[str, Any] = error.normalized_messages()  # type: ignore[no-untyped-call]
+        fields = [field for location in messages.values() for field in flatten_messages(location)]
+        summary = "; ".join(f"{field.field}: {field.message}" for field in fields[:5])
+        raise InvalidInput(f"The request is not valid: {summary}", fields)
+
+    def _handle_invalid_json_error(self, error: Exception, req: Request, *args: Any, **kwargs: Any) -> NoReturn:
+        raise InvalidInput.field("body", "is not valid JSON")
+
+
+class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
+    """flask-smorest blueprint using hango's parser."""
+
+    ARGUMENTS_PARSER = Parser()

@@ -1,0 +1,81 @@
+"""RFC 9457 problem documents: the one place errors become HTTP responses."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response, json
+from werkzeug.exceptions import HTTPException
+
+from hango.errors import Conflict, FieldError, Forbidden, HangoError, InvalidInput, NotFound, Unauthorized
+
+PROBLEM = "urn:hango:problem:"
+log = logging.getLogger(__name__)
+
+_HTTP_TYPES = {
+    400: "validation",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not-found",
+    405: "validation",
+    409: "conflict",
+    413: "payload-too-large",
+    415: "validation",
+}
+_DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
+    (InvalidInput, 400, "Invalid request"),
+    (Unauthorized, 401, "Unauthorized"),
+    (Forbidden, 403, "Forbidden"),
+    (NotFound, 404, "Not found"),
+    (Conflict, 409, "Conflict"),
+]
+
+
+def problem(status: int, title: str, detail: str, *, kind: str | None = None, **extra: Any) -> Response:
+    """A problem+json response; ``kind`` is the last part of the type URN (derived from the status if omitted)."""
+    body = {
+        "type": PROBLEM + (kind or _HTTP_TYPES.get(status, "internal")),
+        "title": title,
+        "status": status,
+        "detail": detail,
+        **extra,
+    }
+    return Response(json.dumps(body), status=status, mimetype="application/problem+json")
+
+
+def field_errors(errors: list[FieldError]) -> list[dict[str, str]]:
+    """Render field errors as the ``errors`` member."""
+    return [{"field": error.field, "message": error.message} for error in errors]
+
+
+def _domain_problem(error: HangoError) -> Response:
+    for cls, status, title in _DOMAIN_STATUS:
+        if isinstance(error, cls):
+            extra: dict[str, Any] = {}
+            if isinstance(error, InvalidInput):
+                extra["errors"] = field_errors(error.errors)
+            return problem(status, title, str(error), **extra)
+    return _internal_problem(error)
+
+
+def _http_problem(error: HTTPException) -> Response:
+    status = error.code or 500
+    if status >= 500:
+        return _internal_problem(error)
+    response = problem(status, error.name, error.description or error.name)
+    if status == 405 and error.get_response().headers.get("Allow"):
+        response.headers["Allow"] = error.get_response().headers["Allow"]
+    return response
+
+
+def _internal_problem(error: BaseException) -> Response:
+    log.error("unhandled error", exc_info=error)
+    return problem(500, "Internal server error", "The server failed to handle the request; it has been logged.")
+
+
+def register(app: Flask) -> None:
+    """Install the handlers so that every error status answers problem+json, never HTML or a stack trace."""
+    app.register_error_handler(HangoError, _domain_problem)
+    app.register_error_handler(HTTPException, _http_problem)
+    app.register_error_handler(Exception, _internal_problem)

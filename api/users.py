@@ -1,0 +1,84 @@
+"""Users and tokens."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import marshmallow as ma
+from marshmallow import fields, validate
+
+from api.audit import audit_target, audited
+from api.context import principal, services
+from api.parsing import Blueprint
+from api.schemas import ListArgs, list_of, page_request
+from hango import tenancy
+from hango.models import ROLES
+from hango.pagination import Page
+
+blp = Blueprint("users", __name__, url_prefix="/v1", description="Users of the tenant and their API tokens")
+
+
+class UserCreate(ma.Schema):
+    email = fields.Email(required=True, validate=validate.Length(max=320))
+    role = fields.String(required=True, validate=validate.OneOf(ROLES))
+
+
+class User(ma.Schema):
+    id = fields.UUID(attribute="user_id", required=True)
+    email = fields.String(attribute="user.email", required=True)
+    role = fields.String(required=True)
+    created_at = fields.DateTime(required=True)
+
+
+class UserCreated(ma.Schema):
+    id = fields.UUID(required=True)
+    email = fields.String(required=True)
+    role = fields.String(required=True)
+    token = fields.String(required=True, metadata={"description": "shown only in this response"})
+
+
+class TokenCreated(ma.Schema):
+    id = fields.UUID(required=True)
+    token = fields.String(required=True, metadata={"description": "shown only in this response"})
+
+
+UserList = list_of(User, "UserList")
+
+
+@blp.route("/users", methods=["POST"])
+@blp.arguments(UserCreate)
+@blp.response(201, UserCreated)
+@audited("user.create", "user")
+def create_user(body: dict[str, Any]) -> dict[str, Any]:
+    """Create a user of the tenant with a role and a first token (owner, admin)."""
+    created = tenancy.create_member(services().db, principal(), body["email"], body["role"])
+    membership = created.membership
+    audit_target("user", membership.user_id, role=membership.role)
+    return {"id": membership.user_id, "email": membership.user.email, "role": membership.role, "token": created.token}
+
+
+@blp.route("/users", methods=["GET"])
+@blp.arguments(ListArgs, location="query")
+@blp.response(200, UserList)
+def list_users(args: dict[str, Any]) -> Page[Any]:
+    """The tenant's users (owner, admin)."""
+    return tenancy.list_members(services().db, principal(), page_request(args))
+
+
+@blp.route("/users/<uuid:user_id>/tokens", methods=["POST"])
+@blp.response(201, TokenCreated)
+@audited("token.create", "user", target_arg="user_id")
+def create_token(user_id: uuid.UUID) -> dict[str, Any]:
+    """Issue another token for a user (owner, admin, or that user)."""
+    issued = tenancy.issue_token(services().db, principal(), user_id)
+    audit_target("api_token", issued.record.id, user_id=str(user_id))
+    return {"id": issued.record.id, "token": issued.token}
+
+
+@blp.route("/tokens/<uuid:token_id>", methods=["DELETE"])
+@blp.response(204)
+@audited("token.revoke", "api_token", target_arg="token_id")
+def revoke_token(token_id: uuid.UUID) -> None:
+    """Revoke a token (owner, admin, or the token's user); it is refused at once."""
+    tenancy.revoke_token(services().db, principal(), token_id)

@@ -1,0 +1,113 @@
+"""The ``hango`` command: database migrations, tenant bootstrap and the server processes."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import click
+
+from hango import migrate, tenancy
+from hango.config import Settings
+from hango.db import Database
+from hango.errors import ConfigError
+from hango.logs import configure_logging
+
+
+def _settings(ctx: click.Context) -> Settings:
+    settings: Settings = ctx.obj
+    return settings
+
+
+def _database_url(ctx: click.Context) -> str:
+    try:
+        return _settings(ctx).require_database_url()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@click.group()
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """hango: a multi-tenant agent runtime server with durable human-in-the-loop approvals."""
+    try:
+        ctx.obj = Settings.from_env(os.environ)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    configure_logging(ctx.obj.log_level)
+
+
+@main.group()
+def db() -> None:
+    """Schema migrations (Alembic)."""
+
+
+@db.command("upgrade")
+@click.argument("revision", default="head")
+@click.pass_context
+def db_upgrade(ctx: click.Context, revision: str) -> None:
+    """Migrate the schema forward (to the newest revision by default)."""
+    migrate.upgrade(_database_url(ctx), revision)
+
+
+@db.command("downgrade")
+@click.argument("revision")
+@click.pass_context
+def db_downgrade(ctx: click.Context, revision: str) -> None:
+    """Migrate the schema back to REVISION (``base`` drops everything)."""
+    migrate.downgrade(_database_url(ctx), revision)
+
+
+@db.command("current")
+@click.pass_context
+def db_current(ctx: click.Context) -> None:
+    """Show the revision the database is at."""
+    migrate.current(_database_url(ctx))
+
+
+@main.group()
+def tenants() -> None:
+    """Tenant bootstrap."""
+
+
+@tenants.command("create")
+@click.argument("name")
+@click.option("--owner-email", required=True, help="Email of the tenant's first owner.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object and nothing else.")
+@click.pass_context
+def tenants_create(ctx: click.Context, name: str, owner_email: str, as_json: bool) -> None:
+    """Create a tenant and its owner, and print the owner's token (shown only once)."""
+    database = Database(_database_url(ctx), pool_size=1)
+    try:
+        created = tenancy.create_tenant(database, name, owner_email)
+    finally:
+        database.dispose()
+    if as_json:
+        payload = {"tenant_id": str(created.tenant_id), "user_id": str(created.user_id), "token": created.token}
+        click.echo(json.dumps(payload))
+        return
+    click.echo(f"tenant  {created.tenant_id}")
+    click.echo(f"owner   {created.user_id} <{owner_email}>")
+    click.echo(f"token   {created.token}")
+    click.echo("The token is shown only now: keep it somewhere safe.", err=True)
+
+
+@main.command("api")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--workers", default=2, show_default=True, type=int, help="gunicorn worker processes")
+@click.option("--threads", default=16, show_default=True, type=int, help="threads per worker")
+@click.pass_context
+def api_command(ctx: click.Context, host: str, port: int, workers: int, threads: int) -> None:
+    """Serve the HTTP API with gunicorn."""
+    from hango.server import serve  # gunicorn is only needed by this command
+
+    settings = _settings(ctx)
+    try:
+        settings.require_database_url()
+        settings.require_redis_url()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    options: dict[str, Any] = {"bind": f"{host}:{port}", "workers": workers, "threads": threads}
+    serve(options)

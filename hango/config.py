@@ -1,0 +1,133 @@
+"""Settings, read once from the ``HANGO_*`` environment at process start.
+
+Every timeout, TTL and limit the server uses lives here, so tests can run with seconds instead of hours. A
+missing or malformed variable raises :class:`ConfigError` naming it; the CLI turns that into a one-line message
+and a non-zero exit before anything else starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TypeVar
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from hango.errors import ConfigError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_T = TypeVar("_T")
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse ``90s``, ``15m``, ``24h``, ``2d``, ``500ms`` or a plain number of seconds.
+
+    Raises:
+        ValueError: when the text is not a non-negative duration.
+    """
+    match = _DURATION.match(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration (use e.g. 90s, 15m, 24h or a number of seconds)")
+    number, unit = match.groups()
+    return timedelta(seconds=float(number) * _UNIT_SECONDS[unit or "s"])
+
+
+def parse_positive_int(text: str) -> int:
+    """Parse a whole number greater than zero."""
+    value = int(text.strip())
+    if value <= 0:
+        raise ValueError(f"{text!r} is not a whole number greater than zero")
+    return value
+
+
+def parse_postgres_url(text: str) -> str:
+    """Check that ``text`` is a SQLAlchemy URL for PostgreSQL and return it unchanged."""
+    try:
+        url = make_url(text)
+    except ArgumentError as exc:
+        raise ValueError(f"{text!r} is not a database URL") from exc
+    if url.get_backend_name() != "postgresql":
+        raise ValueError("hango needs PostgreSQL: the URL must start with postgresql://")
+    return text
+
+
+def parse_redis_url(text: str) -> str:
+    """Check that ``text`` is a Redis URL and return it unchanged."""
+    if not text.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError("the URL must start with redis://, rediss:// or unix://")
+    return text
+
+
+def parse_log_level(text: str) -> str:
+    """Accept a standard logging level name."""
+    level = text.strip().upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ValueError(f"{text!r} is not one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+    return level
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Process-wide settings. Build them with :meth:`from_env`, or directly in tests."""
+
+    database_url: str | None = None
+    redis_url: str | None = None
+    approval_ttl: timedelta = timedelta(hours=24)
+    approval_sweep_interval: timedelta = timedelta(minutes=1)
+    max_body_bytes: int = 1_048_576
+    db_pool_size: int = 5
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Read every ``HANGO_*`` variable this class knows; unset ones keep their defaults."""
+        values: dict[str, object] = {}
+        for name, parser in _PARSERS.items():
+            raw = environ.get(_env_name(name))
+            if raw is None or raw == "":
+                continue
+            values[name] = _parse(name, raw, parser)
+        return cls(**values)  # type: ignore[arg-type]
+
+    def require_database_url(self) -> str:
+        """The database URL, or a :class:`ConfigError` naming the variable when it is unset."""
+        if self.database_url is None:
+            raise ConfigError("HANGO_DATABASE_URL is not set (e.g. postgresql://postgres@127.0.0.1:5432/hango)")
+        return self.database_url
+
+    def require_redis_url(self) -> str:
+        """The Redis URL, or a :class:`ConfigError` naming the variable when it is unset."""
+        if self.redis_url is None:
+            raise ConfigError("HANGO_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0)")
+        return self.redis_url
+
+    def replace(self, **changes: object) -> Settings:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+_PARSERS: dict[str, Callable[[str], object]] = {
+    "database_url": parse_postgres_url,
+    "redis_url": parse_redis_url,
+    "approval_ttl": parse_duration,
+    "approval_sweep_interval": parse_duration,
+    "max_body_bytes": parse_positive_int,
+    "db_pool_size": parse_positive_int,
+    "log_level": parse_log_level,
+}
+
+
+def _env_name(field: str) -> str:
+    return f"HANGO_{field.upper()}"
+
+
+def _parse(field: str, raw: str, parser: Callable[[str], _T]) -> _T:
+    try:
+        return parser(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{_env_name(field)}: {exc}") from exc

@@ -1,0 +1,51 @@
+"""One rooted hierarchy of domain errors; the API maps each class to a problem document in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class HangoError(Exception):
+    """Base of every error hango raises on purpose."""
+
+
+class ConfigError(HangoError):
+    """A setting is missing or malformed; the message names the variable."""
+
+
+class Unauthorized(HangoError):
+    """No credentials, or credentials that are unknown or revoked."""
+
+
+class Forbidden(HangoError):
+    """The caller is known but their role does not allow the action."""
+
+
+class NotFound(HangoError):
+    """The resource does not exist or is not visible to the caller (another tenant's is never revealed)."""
+
+
+class Conflict(HangoError):
+    """The request is well formed but clashes with the current state."""
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem with one input field; ``field`` is a dotted path such as ``decisions[1].args.content``."""
+
+    field: str
+    message: str
+
+
+class InvalidInput(HangoError):
+    """The request is malformed; ``errors`` names every offending field."""
+
+    def __init__(self, detail: str, errors: list[FieldError] | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors or []
+
+    @classmethod
+    def field(cls, field: str, message: str) -> InvalidInput:
+        """An error about a single field."""
+        return cls(f"{field}: {message}", [FieldError(field, message)])

@@ -1,0 +1,315 @@
+"""The relational schema as typed SQLAlchemy models.
+
+The Alembic migrations in ``migrations/versions`` create exactly this schema (a test compares them). Every
+tenant-owned table carries ``tenant_id``; store functions always filter by it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+Role = Literal["owner", "admin", "member"]
+RunState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+MessageRole = Literal["user", "assistant", "tool"]
+SubagentState = Literal["running", "succeeded", "failed"]
+ActorKind = Literal["user", "system"]
+Outcome = Literal["success", "denied", "error"]
+
+ROLES: tuple[Role, ...] = get_args(Role)
+RUN_STATES: tuple[RunState, ...] = get_args(RunState)
+TERMINAL_RUN_STATES: frozenset[RunState] = frozenset({"succeeded", "failed", "cancelled"})
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    quoted = ", ".join(f"'{value}'" for value in values)
+    return f"{column} IN ({quoted})"
+
+
+class Base(DeclarativeBase):
+    """Declarative base carrying the constraint naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {
+        uuid.UUID: UUID(as_uuid=True),
+        datetime: DateTime(timezone=True),
+        dict[str, Any]: JSONB,
+        list[Any]: JSONB,
+    }
+
+
+def _id() -> Mapped[uuid.UUID]:
+    return mapped_column(primary_key=True, default=uuid.uuid4)
+
+
+def _tenant_fk() -> Mapped[uuid.UUID]:
+    return mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False)
+
+
+def _run_fk() -> Mapped[uuid.UUID]:
+    return mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=False)
+
+
+def _created_at() -> Mapped[datetime]:
+    return mapped_column(server_default=func.now(), nullable=False)
+
+
+class Tenant(Base):
+    """An isolated customer of the server; everything else hangs off one."""
+
+    __tablename__ = "tenants"
+
+    id: Mapped[uuid.UUID] = _id()
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class User(Base):
+    """A person, identified by email; tenant access comes from memberships."""
+
+    __tablename__ = "users"
+
+    id: Mapped[uuid.UUID] = _id()
+    email: Mapped[str] = mapped_column(Text, nullable=False, unique=True)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class Membership(Base):
+    """A user's role in one tenant."""
+
+    __tablename__ = "memberships"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "user_id"),
+        CheckConstraint(_in("role", ROLES), name="role"),
+        Index(None, "tenant_id", "created_at", "id"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False)
+    role: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = _created_at()
+
+    user: Mapped[User] = relationship(lazy="joined", innerjoin=True)
+
+
+class ApiToken(Base):
+    """A bearer token of one user in one tenant, stored only as its SHA-256 digest."""
+
+    __tablename__ = "api_tokens"
+    __table_args__ = (Index(None, "tenant_id", "user_id"),)
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False)
+    token_hash: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    created_at: Mapped[datetime] = _created_at()
+    revoked_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class Agent(Base):
+    """An agent definition: model, prompt, tools, subagents, interrupt rules and limits."""
+
+    __tablename__ = "agents"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "name"),
+        CheckConstraint("max_turns > 0", name="max_turns_positive"),
+        Index(None, "tenant_id", "created_at", "id"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    system_prompt: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    model: Mapped[dict[str, Any]] = mapped_column(nullable=False)
+    tools: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default="{}")
+    interrupt_on: Mapped[dict[str, Any]] = mapped_column(nullable=False, server_default=text("'{}'::jsonb"))
+    subagents: Mapped[list[Any]] = mapped_column(nullable=False, server_default=text("'[]'::jsonb"))
+    max_turns: Mapped[int] = mapped_column(Integer, nullable=False, server_default="50")
+    max_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), nullable=False)
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _created_at()
+
+
+class Run(Base):
+    """One execution of an agent, with a snapshot of the agent as it was when the run was created."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        CheckConstraint(_in("state", RUN_STATES), name="state"),
+        CheckConstraint("turn >= 0", name="turn_not_negative"),
+        Index(None, "tenant_id", "created_at", "id"),
+        Index(None, "tenant_id", "created_by", "created_at"),
+        Index(None, "state", "lease_expires_at"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    agent_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), nullable=False)
+    agent_snapshot: Mapped[dict[str, Any]] = mapped_column(nullable=False)
+    created_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), nullable=False)
+    state: Mapped[str] = mapped_column(Text, nullable=False, server_default="queued")
+    state_json: Mapped[dict[str, Any]] = mapped_column(nullable=False, server_default=text("'{}'::jsonb"))
+    turn: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    lease_owner: Mapped[str | None] = mapped_column(Text, nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    trace_context: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    created_at: Mapped[datetime] = _created_at()
+    started_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    updated_at: Mapped[datetime] = _created_at()
+
+
+class SubagentCall(Base):
+    """A child loop spawned by a ``task`` tool call, with its own persisted state."""
+
+    __tablename__ = "subagent_calls"
+    __table_args__ = (
+        UniqueConstraint("run_id", "tool_call_id"),
+        CheckConstraint(_in("state", ("running", "succeeded", "failed")), name="state"),
+        CheckConstraint("depth >= 1", name="depth_positive"),
+        Index(None, "tenant_id", "run_id"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    run_id: Mapped[uuid.UUID] = _run_fk()
+    parent_subagent_call_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("subagent_calls.id", ondelete="CASCADE"), nullable=True
+    )
+    tool_call_id: Mapped[str] = mapped_column(Text, nullable=False)
+    subagent_type: Mapped[str] = mapped_column(Text, nullable=False)
+    depth: Mapped[int] = mapped_column(Integer, nullable=False)
+    state: Mapped[str] = mapped_column(Text, nullable=False, server_default="running")
+    state_json: Mapped[dict[str, Any]] = mapped_column(nullable=False, server_default=text("'{}'::jsonb"))
+    result: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = _created_at()
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class Message(Base):
+    """One message of a run's conversation; append-only (a trigger refuses updates)."""
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint("run_id", "seq"),
+        CheckConstraint(_in("role", ("user", "assistant", "tool")), name="role"),
+        CheckConstraint("seq >= 1", name="seq_positive"),
+        Index(None, "tenant_id", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    run_id: Mapped[uuid.UUID] = _run_fk()
+    seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    role: Mapped[str] = mapped_column(Text, nullable=False)
+    content: Mapped[list[Any]] = mapped_column(nullable=False)
+    subagent_call_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("subagent_calls.id", ondelete="CASCADE"), nullable=True
+    )
+    created_at: Mapped[datetime] = _created_at()
+
+
+class RunEvent(Base):
+    """One entry of a run's event log, what SSE replays; append-only (a trigger refuses updates)."""
+
+    __tablename__ = "run_events"
+    __table_args__ = (
+        UniqueConstraint("run_id", "seq"),
+        CheckConstraint("seq >= 1", name="seq_positive"),
+        Index(None, "tenant_id", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    run_id: Mapped[uuid.UUID] = _run_fk()
+    seq: Mapped[int] = mapped_column(Integer, nullable=False)
+    type: Mapped[str] = mapped_column(Text, nullable=False)
+    data: Mapped[dict[str, Any]] = mapped_column(nullable=False, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = _created_at()
+
+
+class File(Base):
+    """A file of the agents' virtual filesystem: owned by an agent (memories, skills) or by one run."""
+
+    __tablename__ = "files"
+    __table_args__ = (
+        CheckConstraint("(agent_id IS NULL) <> (run_id IS NULL)", name="one_owner"),
+        CheckConstraint("path LIKE '/%'", name="path_absolute"),
+        Index(
+            "uq_files_agent_id_path",
+            "agent_id",
+            "path",
+            unique=True,
+            postgresql_where=text("agent_id IS NOT NULL"),
+        ),
+        Index("uq_files_run_id_path", "run_id", "path", unique=True, postgresql_where=text("run_id IS NOT NULL")),
+        Index(None, "tenant_id"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    agent_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), nullable=True)
+    run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=True)
+    path: Mapped[str] = mapped_column(Text, nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _created_at()
+
+
+class AuditEvent(Base):
+    """Who did what to which resource, with what outcome. Never holds secrets or tool arguments.
+
+    ``tenant_id`` is null only for requests whose tenant is unknown (a missing or bad token); those rows are
+    for the operator and no tenant ever sees them.
+    """
+
+    __tablename__ = "audit_events"
+    __table_args__ = (
+        CheckConstraint(_in("actor_kind", ("user", "system")), name="actor_kind"),
+        CheckConstraint(_in("outcome", ("success", "denied", "error")), name="outcome"),
+        Index(None, "tenant_id", "created_at", "id"),
+        Index(None, "tenant_id", "target_kind", "target_id"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), nullable=True)
+    actor_kind: Mapped[str] = mapped_column(Text, nullable=False)
+    actor_id: Mapped[uuid.UUID | None] = mapped_column(nullable=True)
+    action: Mapped[str] = mapped_column(Text, nullable=False)
+    target_kind: Mapped[str] = mapped_column(Text, nullable=False)
+    target_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    outcome: Mapped[str] = mapped_column(Text, nullable=False)
+    detail: Mapped[dict[str, Any]] = mapped_column(nullable=False, server_default=text("'{}'::jsonb"))
+    trace_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = _created_at()

@@ -1,0 +1,30 @@
+"""gunicorn embedded as a library. The app is named by its import string, so the domain never imports the edge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+from gunicorn.util import import_app
+
+WSGI_APP = "api.wsgi:app_from_env()"
+
+
+class _Server(BaseApplication):  # type: ignore[misc]
+    def __init__(self, options: dict[str, Any]) -> None:
+        self._options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        defaults = {"worker_class": "gthread", "accesslog": "-", "errorlog": "-", "graceful_timeout": 10}
+        for key, value in {**defaults, **self._options}.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        # Each worker builds its own app, engine and pool after the fork.
+        return import_app(WSGI_APP)
+
+
+def serve(options: dict[str, Any]) -> None:
+    """Run gunicorn in the foreground until SIGTERM or SIGINT."""
+    _Server(options).run()

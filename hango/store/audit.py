@@ -1,0 +1,72 @@
+"""The audit trail: insert rows, list a tenant's rows newest first."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from hango.models import ActorKind, AuditEvent, Outcome
+from hango.pagination import Page, PageRequest, paginate
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One row to write. ``detail`` must never hold secrets, tool arguments or human messages."""
+
+    tenant_id: uuid.UUID | None
+    actor_kind: ActorKind
+    actor_id: uuid.UUID | None
+    action: str
+    target_kind: str
+    target_id: str | None
+    outcome: Outcome
+    detail: dict[str, Any] = field(default_factory=dict)
+    trace_id: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    """Optional equality filters of the audit list."""
+
+    action: str | None = None
+    target_kind: str | None = None
+    target_id: str | None = None
+
+
+def insert_audit_events(session: Session, records: list[AuditRecord]) -> None:
+    """Insert audit rows."""
+    session.add_all(
+        AuditEvent(
+            id=uuid.uuid4(),
+            tenant_id=record.tenant_id,
+            actor_kind=record.actor_kind,
+            actor_id=record.actor_id,
+            action=record.action,
+            target_kind=record.target_kind,
+            target_id=record.target_id,
+            outcome=record.outcome,
+            detail=record.detail,
+            trace_id=record.trace_id,
+        )
+        for record in records
+    )
+    session.flush()
+
+
+def list_audit_events(
+    session: Session, tenant_id: uuid.UUID, filters: AuditFilter, page: PageRequest
+) -> Page[AuditEvent]:
+    """The tenant's audit rows, newest first."""
+    statement = select(AuditEvent).where(AuditEvent.tenant_id == tenant_id)
+    for column, value in (
+        (AuditEvent.action, filters.action),
+        (AuditEvent.target_kind, filters.target_kind),
+        (AuditEvent.target_id, filters.target_id),
+    ):
+        if value is not None:
+            statement = statement.where(column == value)
+    return paginate(session, statement, [AuditEvent.created_at, AuditEvent.id], page, descending=True)

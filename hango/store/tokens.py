@@ -1,0 +1,52 @@
+"""API tokens, stored hashed."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import cast
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from hango.auth import Principal
+from hango.errors import NotFound
+from hango.models import ApiToken, Membership, Role
+
+
+def create_token(session: Session, tenant_id: uuid.UUID, user_id: uuid.UUID, token_hash: str) -> ApiToken:
+    """Insert a token digest for a user in a tenant."""
+    token = ApiToken(id=uuid.uuid4(), tenant_id=tenant_id, user_id=user_id, token_hash=token_hash)
+    session.add(token)
+    session.flush()
+    return token
+
+
+def get_token(session: Session, tenant_id: uuid.UUID, token_id: uuid.UUID) -> ApiToken:
+    """A token of the tenant; :class:`NotFound` for another tenant's or an unknown one."""
+    token = session.scalar(select(ApiToken).where(ApiToken.tenant_id == tenant_id, ApiToken.id == token_id))
+    if token is None:
+        raise NotFound(f"token {token_id} not found")
+    return token
+
+
+def revoke_token(token: ApiToken) -> None:
+    """Mark a token revoked; it stops working at once (authentication reads it on every request)."""
+    if token.revoked_at is None:
+        token.revoked_at = datetime.now(UTC)
+
+
+def principal_for_hash(session: Session, token_hash: str) -> Principal | None:
+    """The principal a live token stands for, or ``None`` for an unknown or revoked token."""
+    row = session.execute(
+        select(ApiToken.id, ApiToken.tenant_id, ApiToken.user_id, Membership.role)
+        .join(
+            Membership,
+            (Membership.tenant_id == ApiToken.tenant_id) & (Membership.user_id == ApiToken.user_id),
+        )
+        .where(ApiToken.token_hash == token_hash, ApiToken.revoked_at.is_(None))
+    ).one_or_none()
+    if row is None:
+        return None
+    token_id, tenant_id, user_id, role = row
+    return Principal(tenant_id=tenant_id, user_id=user_id, role=cast(Role, role), token_id=token_id)

@@ -1,0 +1,123 @@
+"""Tenancy services: tenants, users, tokens and authentication. Each function owns its transaction."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy.exc import IntegrityError
+
+from hango.auth import Principal, hash_token, new_token
+from hango.db import Database
+from hango.errors import Conflict, Forbidden, Unauthorized
+from hango.models import ApiToken, Membership, Role
+from hango.pagination import Page, PageRequest
+from hango.store import tenants as tenant_store
+from hango.store import tokens as token_store
+
+
+@dataclass(frozen=True)
+class NewTenant:
+    """What bootstrapping a tenant returns; the token is shown once and never stored in clear."""
+
+    tenant_id: uuid.UUID
+    user_id: uuid.UUID
+    token: str
+
+
+@dataclass(frozen=True)
+class NewMember:
+    """A membership just created, with the user's first token."""
+
+    membership: Membership
+    token: str
+
+
+@dataclass(frozen=True)
+class NewToken:
+    """A token just issued; ``token`` is its only clear-text appearance."""
+
+    record: ApiToken
+    token: str
+
+
+def normalise_email(email: str) -> str:
+    """Emails identify users case-insensitively."""
+    return email.strip().lower()
+
+
+def create_tenant(db: Database, name: str, owner_email: str) -> NewTenant:
+    """Create a tenant, its owner and the owner's first token (the CLI bootstrap)."""
+    token = new_token()
+    with db.transaction() as session:
+        tenant = tenant_store.create_tenant(session, name)
+        user = tenant_store.get_or_create_user(session, normalise_email(owner_email))
+        tenant_store.add_membership(session, tenant.id, user, "owner")
+        token_store.create_token(session, tenant.id, user.id, hash_token(token))
+    return NewTenant(tenant_id=tenant.id, user_id=user.id, token=token)
+
+
+def authenticate(db: Database, token: str) -> Principal:
+    """The principal behind a bearer token; :class:`Unauthorized` for an unknown or revoked one."""
+    with db.transaction() as session:
+        principal = token_store.principal_for_hash(session, hash_token(token))
+    if principal is None:
+        raise Unauthorized("the bearer token is unknown or revoked")
+    return principal
+
+
+def require_manager(principal: Principal) -> None:
+    """Only owners and admins may manage the tenant."""
+    if not principal.is_manager:
+        raise Forbidden("this action needs the owner or admin role")
+
+
+def create_member(db: Database, principal: Principal, email: str, role: Role) -> NewMember:
+    """Add a user to the caller's tenant with a role and a first token.
+
+    Only an owner may create an owner or an admin. An email already used in another tenant reuses that
+    identity; one already in this tenant is a conflict.
+    """
+    require_manager(principal)
+    if role != "member" and principal.role != "owner":
+        raise Forbidden(f"only an owner may create a user with the {role} role")
+    token = new_token()
+    try:
+        with db.transaction() as session:
+            user = tenant_store.get_or_create_user(session, normalise_email(email))
+            if tenant_store.find_membership(session, principal.tenant_id, user.id) is not None:
+                raise Conflict(f"{user.email} is already a user of this tenant")
+            membership = tenant_store.add_membership(session, principal.tenant_id, user, role)
+            token_store.create_token(session, principal.tenant_id, user.id, hash_token(token))
+    except IntegrityError as exc:
+        # Two requests creating the same user at once: the unique constraints pick one winner.
+        raise Conflict(f"{normalise_email(email)} was created by a concurrent request") from exc
+    return NewMember(membership=membership, token=token)
+
+
+def list_members(db: Database, principal: Principal, page: PageRequest) -> Page[Membership]:
+    """The tenant's users with their roles (owners and admins only)."""
+    require_manager(principal)
+    with db.transaction() as session:
+        return tenant_store.list_members(session, principal.tenant_id, page)
+
+
+def issue_token(db: Database, principal: Principal, user_id: uuid.UUID) -> NewToken:
+    """A new token for a user of the tenant (owners, admins, or that user)."""
+    token = new_token()
+    with db.transaction() as session:
+        tenant_store.get_membership(session, principal.tenant_id, user_id)
+        if not principal.is_manager and principal.user_id != user_id:
+            raise Forbidden("members may only create tokens for themselves")
+        record = token_store.create_token(session, principal.tenant_id, user_id, hash_token(token))
+    return NewToken(record=record, token=token)
+
+
+def revoke_token(db: Database, principal: Principal, token_id: uuid.UUID) -> ApiToken:
+    """Revoke a token of the tenant (owners, admins, or the token's user); idempotent."""
+    with db.transaction() as session:
+        record = token_store.get_token(session, principal.tenant_id, token_id)
+        if not principal.is_manager and principal.user_id != record.user_id:
+            raise Forbidden("members may only revoke their own tokens")
+        token_store.revoke_token(record)
+    return record

@@ -1,0 +1,1 @@
+"""Alembic migrations for hango's PostgreSQL schema (run them with ``hango db upgrade``)."""
