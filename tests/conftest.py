@@ -1,0 +1,62 @@
+"""Shared fixtures: a uniquely named PostgreSQL database per test session, migrated to head and dropped after."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from hango import migrate
+from hango.config import Settings
+from hango.db import Database, engine_url
+
+ADMIN_URL = os.environ.get("HANGO_TEST_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+REDIS_URL = os.environ.get("HANGO_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def create_database(prefix: str = "hango_test") -> str:
+    """Create an empty database with a unique name and return its URL."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    engine = create_engine(engine_url(ADMIN_URL), isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(url: str) -> None:
+    """Drop a database created by :func:`create_database`, closing whatever still uses it."""
+    name = make_url(url).database
+    engine = create_engine(engine_url(ADMIN_URL), isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A fresh database at the newest schema, for the whole session."""
+    url = create_database()
+    try:
+        migrate.upgrade(url)
+        yield url
+    finally:
+        drop_database(url)
+
+
+@pytest.fixture(scope="session")
+def db(database_url: str) -> Iterator[Database]:
+    """The session's connection pool."""
+    database = Database(database_url)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str) -> Settings:
+    """Settings pointing at the test database and the local Redis, with a small body limit."""
+    return Settings(database_url=database_url, redis_url=REDIS_URL, max_body_bytes=64 * 1024)

@@ -1,0 +1,88 @@
+"""API fixtures: the real Flask app on the test database, and tenants populated through the public surface."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from api import create_app
+from hango import tenancy
+from hango.config import Settings
+from hango.db import Database
+
+
+@pytest.fixture(scope="session")
+def app(settings: Settings, db: Database) -> Flask:
+    """The API application."""
+    return create_app(settings, db=db)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    """A test client of the API."""
+    return app.test_client()
+
+
+def bearer(token: str) -> dict[str, str]:
+    """The Authorization header for a token."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+@dataclass
+class Person:
+    """A user of a tenant with one token."""
+
+    user_id: uuid.UUID
+    email: str
+    role: str
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Headers authenticating as this person."""
+        return bearer(self.token)
+
+
+@dataclass
+class TenantFixture:
+    """A tenant with an owner, and helpers to add people through the API."""
+
+    id: uuid.UUID
+    owner: Person
+    client: FlaskClient
+    people: list[Person] = field(default_factory=list)
+
+    def add(self, role: str, *, by: Person | None = None) -> Person:
+        """Create a user with ``role`` through ``POST /v1/users``."""
+        email = f"{role}-{uuid.uuid4().hex[:8]}@example.com"
+        response = self.client.post("/v1/users", json={"email": email, "role": role}, headers=(by or self.owner).headers)
+        assert response.status_code == 201, response.json
+        body: dict[str, Any] = response.json or {}
+        person = Person(uuid.UUID(body["id"]), email, role, body["token"])
+        self.people.append(person)
+        return person
+
+
+@pytest.fixture
+def make_tenant(db: Database, client: FlaskClient) -> Any:
+    """Factory of tenants bootstrapped as the CLI does it."""
+
+    def make(name: str = "acme") -> TenantFixture:
+        email = f"owner-{uuid.uuid4().hex[:8]}@example.com"
+        created = tenancy.create_tenant(db, name, email)
+        owner = Person(created.user_id, email, "owner", created.token)
+        return TenantFixture(created.tenant_id, owner, client)
+
+    return make
+
+
+@pytest.fixture
+def tenant(make_tenant: Any) -> TenantFixture:
+    """One fresh tenant."""
+    fixture: TenantFixture = make_tenant()
+    return fixture

@@ -1,0 +1,215 @@
+"""Tenant isolation, proven table by table through the store functions the server uses.
+
+Every table with a ``tenant_id`` column needs a case here: a row is seeded in tenant A and read back through its
+store function as four callers: A's owner, the A member who created the run, another A member, and B's owner.
+Another tenant never sees the row; a member sees run-scoped rows only of the runs they created. Adding a
+tenant-owned table without a case fails :func:`test_every_tenant_owned_table_has_a_case`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from hango import audit, tenancy
+from hango.auth import Principal
+from hango.db import Database
+from hango.errors import Forbidden, NotFound
+from hango.models import Agent, File, Message, Run, RunEvent, SubagentCall
+from hango.pagination import PageRequest
+from hango.store import agents, events, files, messages, runs, subagent_calls, tokens
+from hango.store import tenants as tenant_store
+from hango.store.audit import AuditFilter, AuditRecord
+
+Reader = Callable[[Principal], bool]
+
+
+@dataclass
+class World:
+    """Two tenants; in A an owner, a member who creates the run, and another member."""
+
+    db: Database
+    owner_a: Principal
+    creator_a: Principal
+    other_member_a: Principal
+    owner_b: Principal
+    agent: Agent
+    run: Run
+
+    def viewers(self) -> dict[str, Principal]:
+        return {
+            "owner_a": self.owner_a,
+            "creator_a": self.creator_a,
+            "other_member_a": self.other_member_a,
+            "owner_b": self.owner_b,
+        }
+
+
+def _owner(db: Database, name: str) -> Principal:
+    created = tenancy.create_tenant(db, name, f"owner-{uuid.uuid4().hex[:8]}@example.com")
+    return Principal(created.tenant_id, created.user_id, "owner")
+
+
+def _member(db: Database, owner: Principal) -> Principal:
+    created = tenancy.create_member(db, owner, f"m-{uuid.uuid4().hex[:8]}@example.com", "member")
+    return Principal(owner.tenant_id, created.membership.user_id, "member")
+
+
+@pytest.fixture
+def world(db: Database) -> World:
+    owner_a, owner_b = _owner(db, "a"), _owner(db, "b")
+    creator_a, other_member_a = _member(db, owner_a), _member(db, owner_a)
+    with db.transaction() as session:
+        agent = Agent(
+            id=uuid.uuid4(), tenant_id=owner_a.tenant_id, name="bot", model={"provider": "scripted"},
+            created_by=owner_a.user_id,
+        )
+        session.add(agent)
+        session.flush()
+        run = Run(
+            id=uuid.uuid4(), tenant_id=owner_a.tenant_id, agent_id=agent.id, agent_snapshot={},
+            created_by=creator_a.user_id,
+        )
+        session.add(run)
+    return World(db, owner_a, creator_a, other_member_a, owner_b, agent, run)
+
+
+def _visible(world: World, read: Callable[[Session, Principal], object]) -> Reader:
+    def reader(principal: Principal) -> bool:
+        try:
+            with world.db.transaction() as session:
+                return bool(read(session, principal))
+        except (NotFound, Forbidden):
+            return False
+
+    return reader
+
+
+def _seed(world: World, row: object) -> None:
+    with world.db.transaction() as session:
+        session.add(row)
+
+
+def case_memberships(world: World) -> Reader:
+    user_id = world.creator_a.user_id
+    return _visible(world, lambda s, p: tenant_store.get_membership(s, p.tenant_id, user_id))
+
+
+def case_api_tokens(world: World) -> Reader:
+    with world.db.transaction() as session:
+        token_id = tokens.create_token(session, world.owner_a.tenant_id, world.creator_a.user_id, uuid.uuid4().hex).id
+    return _visible(world, lambda s, p: tokens.get_token(s, p.tenant_id, token_id))
+
+
+def case_agents(world: World) -> Reader:
+    agent_id = world.agent.id
+
+    def read(session: Session, principal: Principal) -> bool:
+        listed = any(a.id == agent_id for a in agents.list_agents(session, principal.tenant_id, PageRequest()).items)
+        return listed and agents.get_agent(session, principal.tenant_id, agent_id) is not None
+
+    return _visible(world, read)
+
+
+def case_runs(world: World) -> Reader:
+    run_id = world.run.id
+
+    def read(session: Session, principal: Principal) -> bool:
+        listed = any(r.id == run_id for r in runs.list_runs(session, principal, PageRequest()).items)
+        fetched = runs.get_run(session, principal, run_id) is not None
+        assert listed == fetched, "the list and the get disagree on visibility"
+        return fetched
+
+    return _visible(world, read)
+
+
+def case_messages(world: World) -> Reader:
+    _seed(world, Message(tenant_id=world.run.tenant_id, run_id=world.run.id, seq=1, role="user", content=[]))
+    run_id = world.run.id
+    return _visible(world, lambda s, p: messages.list_messages(s, p, run_id, PageRequest()).items)
+
+
+def case_run_events(world: World) -> Reader:
+    _seed(world, RunEvent(tenant_id=world.run.tenant_id, run_id=world.run.id, seq=1, type="run.queued", data={}))
+    run_id = world.run.id
+    return _visible(world, lambda s, p: events.list_events_after(s, p, run_id, 0, 10))
+
+
+def case_subagent_calls(world: World) -> Reader:
+    call = SubagentCall(
+        id=uuid.uuid4(), tenant_id=world.run.tenant_id, run_id=world.run.id, tool_call_id="call_1",
+        subagent_type="researcher", depth=1,
+    )
+    _seed(world, call)
+    return _visible(world, lambda s, p: subagent_calls.get_subagent_call(s, p, call.id))
+
+
+def case_files(world: World) -> Reader:
+    """Both kinds of file: the agent's memories (tenant-wide) and a run's scratch file (run-scoped)."""
+    tenant_id = world.run.tenant_id
+    _seed(world, File(id=uuid.uuid4(), tenant_id=tenant_id, agent_id=world.agent.id, path="/memories/AGENTS.md"))
+    _seed(world, File(id=uuid.uuid4(), tenant_id=tenant_id, run_id=world.run.id, path="/notes.txt"))
+    agent_id, run_id = world.agent.id, world.run.id
+
+    def read(session: Session, principal: Principal) -> bool:
+        memory = files.get_agent_file(session, principal.tenant_id, agent_id, "/memories/AGENTS.md")
+        scratch = files.get_run_file(session, principal, run_id, "/notes.txt")
+        return memory is not None and scratch is not None
+
+    return _visible(world, read)
+
+
+def case_audit_events(world: World) -> Reader:
+    action = f"test.{uuid.uuid4().hex[:8]}"
+    audit.record(
+        world.db,
+        [AuditRecord(world.owner_a.tenant_id, "user", world.owner_a.user_id, action, "run", str(world.run.id), "success")],
+    )
+
+    def read(session: Session, principal: Principal) -> bool:
+        return bool(audit.list_events(world.db, principal, AuditFilter(action=action), PageRequest()).items)
+
+    return _visible(world, read)
+
+
+RUN_SCOPED = {"owner_a": True, "creator_a": True, "other_member_a": False, "owner_b": False}
+TENANT_WIDE = {"owner_a": True, "creator_a": True, "other_member_a": True, "owner_b": False}
+MANAGERS_ONLY = {"owner_a": True, "creator_a": False, "other_member_a": False, "owner_b": False}
+
+CASES: dict[str, tuple[Callable[[World], Reader], dict[str, bool]]] = {
+    "memberships": (case_memberships, TENANT_WIDE),
+    "api_tokens": (case_api_tokens, TENANT_WIDE),
+    "agents": (case_agents, TENANT_WIDE),
+    "runs": (case_runs, RUN_SCOPED),
+    "messages": (case_messages, RUN_SCOPED),
+    "run_events": (case_run_events, RUN_SCOPED),
+    "subagent_calls": (case_subagent_calls, RUN_SCOPED),
+    "files": (case_files, RUN_SCOPED),
+    "audit_events": (case_audit_events, MANAGERS_ONLY),
+}
+
+
+def test_every_tenant_owned_table_has_a_case(db: Database) -> None:
+    with db.transaction() as session:
+        tables = set(
+            session.execute(
+                text(
+                    "SELECT table_name FROM information_schema.columns "
+                    "WHERE table_schema = 'public' AND column_name = 'tenant_id'"
+                )
+            ).scalars()
+        )
+    assert tables == set(CASES), "add a case to tests/integration/test_tenancy.py for every tenant-owned table"
+
+
+@pytest.mark.parametrize("table", sorted(CASES))
+def test_rows_are_visible_only_inside_their_tenant_and_run_scope(world: World, table: str) -> None:
+    make_reader, expected = CASES[table]
+    reader = make_reader(world)
+    seen = {name: reader(principal) for name, principal in world.viewers().items()}
+    assert seen == expected

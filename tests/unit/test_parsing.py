@@ -1,0 +1,16 @@
+from api.parsing import flatten_messages
+from hango.errors import FieldError
+
+
+def test_nested_marshmallow_messages_become_dotted_indexed_fields() -> None:
+    messages = {
+        "decisions": {1: {"args": {"content": ["Not a valid string."]}}},
+        "email": ["Not a valid email address.", "Longer than maximum length 320."],
+        "_schema": ["Invalid input type."],
+    }
+    assert flatten_messages(messages) == [
+        FieldError("decisions[1].args.content", "Not a valid string."),
+        FieldError("email", "Not a valid email address."),
+        FieldError("email", "Longer than maximum length 320."),
+        FieldError("body", "Invalid input type."),
+    ]
