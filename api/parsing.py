@@ -39,6 +39,12 @@ class Parser(FlaskParser):
     """webargs parser raising :class:`InvalidInput` (400) instead of aborting with a 422."""
 
     DEFAULT_VALIDATION_STATUS = 400
+    # Unknown query parameters are refused like unknown body fields: a typo such as ``?sate=`` must not
+    # silently return an unfiltered list.
+    DEFAULT_UNKNOWN_BY_LOCATION: dict[str, str | None] = {
+        **FlaskParser.DEFAULT_UNKNOWN_BY_LOCATION,
+        "query": ma.RAISE,
+    }
 
     def handle_error(
         self,

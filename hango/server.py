@@ -16,7 +16,12 @@ class _Server(BaseApplication):  # type: ignore[misc]
         super().__init__()
 
     def load_config(self) -> None:
-        defaults = {"worker_class": "gthread", "accesslog": "-", "errorlog": "-", "graceful_timeout": 10}
+        defaults = {
+            "worker_class": "gthread",
+            "accesslog": "/dev/stderr",
+            "errorlog": "-",
+            "graceful_timeout": 10,
+        }
         for key, value in {**defaults, **self._options}.items():
             self.cfg.set(key, value)
 

@@ -60,7 +60,9 @@ class TenantFixture:
     def add(self, role: str, *, by: Person | None = None) -> Person:
         """Create a user with ``role`` through ``POST /v1/users``."""
         email = f"{role}-{uuid.uuid4().hex[:8]}@example.com"
-        response = self.client.post("/v1/users", json={"email": email, "role": role}, headers=(by or self.owner).headers)
+        response = self.client.post(
+            "/v1/users", json={"email": email, "role": role}, headers=(by or self.owner).headers
+        )
         assert response.status_code == 201, response.json
         body: dict[str, Any] = response.json or {}
         person = Person(uuid.UUID(body["id"]), email, role, body["token"])

@@ -69,7 +69,9 @@ def test_every_constraint_and_index_follows_the_naming_convention(database_url: 
                 )
             ).scalars()
             prefixes = ("pk_", "fk_", "uq_", "ck_", "ix_")
-            offenders = sorted(name for name in names if not name.startswith(prefixes) and name != "alembic_version_pkc")
+            offenders = sorted(
+                name for name in names if not name.startswith(prefixes) and name != "alembic_version_pkc"
+            )
     finally:
         engine.dispose()
     assert offenders == []
@@ -85,7 +87,9 @@ def test_logs_are_append_only(database_url: str, table: str) -> None:
     try:
         with engine.begin() as connection:
             connection.execute(text("INSERT INTO tenants (id, name) VALUES (:id, 't')"), {"id": tenant})
-            connection.execute(text("INSERT INTO users (id, email) VALUES (:id, :email)"), {"id": user, "email": f"{user}@x"})
+            connection.execute(
+                text("INSERT INTO users (id, email) VALUES (:id, :email)"), {"id": user, "email": f"{user}@x"}
+            )
             connection.execute(
                 text("INSERT INTO agents (id, tenant_id, name, model, created_by) VALUES (:a, :t, 'a', '{}', :u)"),
                 {"a": agent, "t": tenant, "u": user},
@@ -98,7 +102,10 @@ def test_logs_are_append_only(database_url: str, table: str) -> None:
                 {"r": run, "t": tenant, "a": agent, "u": user},
             )
             connection.execute(
-                text(f"INSERT INTO {table} (tenant_id, run_id, seq, {column}{extra}) VALUES (:t, :r, 1, '[]'{extra_value})"),
+                text(
+                    f"INSERT INTO {table} (tenant_id, run_id, seq, {column}{extra}) "
+                    f"VALUES (:t, :r, 1, '[]'{extra_value})"
+                ),
                 {"t": tenant, "r": run},
             )
         with pytest.raises(DBAPIError, match="append-only"), engine.begin() as connection:

@@ -66,13 +66,19 @@ def world(db: Database) -> World:
     creator_a, other_member_a = _member(db, owner_a), _member(db, owner_a)
     with db.transaction() as session:
         agent = Agent(
-            id=uuid.uuid4(), tenant_id=owner_a.tenant_id, name="bot", model={"provider": "scripted"},
+            id=uuid.uuid4(),
+            tenant_id=owner_a.tenant_id,
+            name="bot",
+            model={"provider": "scripted"},
             created_by=owner_a.user_id,
         )
         session.add(agent)
         session.flush()
         run = Run(
-            id=uuid.uuid4(), tenant_id=owner_a.tenant_id, agent_id=agent.id, agent_snapshot={},
+            id=uuid.uuid4(),
+            tenant_id=owner_a.tenant_id,
+            agent_id=agent.id,
+            agent_snapshot={},
             created_by=creator_a.user_id,
         )
         session.add(run)
@@ -111,7 +117,12 @@ def case_agents(world: World) -> Reader:
 
     def read(session: Session, principal: Principal) -> bool:
         listed = any(a.id == agent_id for a in agents.list_agents(session, principal.tenant_id, PageRequest()).items)
-        return listed and agents.get_agent(session, principal.tenant_id, agent_id) is not None
+        try:
+            fetched = agents.get_agent(session, principal.tenant_id, agent_id) is not None
+        except NotFound:
+            fetched = False
+        assert listed == fetched, "the list and the get disagree on visibility"
+        return fetched
 
     return _visible(world, read)
 
@@ -121,7 +132,10 @@ def case_runs(world: World) -> Reader:
 
     def read(session: Session, principal: Principal) -> bool:
         listed = any(r.id == run_id for r in runs.list_runs(session, principal, PageRequest()).items)
-        fetched = runs.get_run(session, principal, run_id) is not None
+        try:
+            fetched = runs.get_run(session, principal, run_id) is not None
+        except NotFound:
+            fetched = False
         assert listed == fetched, "the list and the get disagree on visibility"
         return fetched
 
@@ -142,8 +156,12 @@ def case_run_events(world: World) -> Reader:
 
 def case_subagent_calls(world: World) -> Reader:
     call = SubagentCall(
-        id=uuid.uuid4(), tenant_id=world.run.tenant_id, run_id=world.run.id, tool_call_id="call_1",
-        subagent_type="researcher", depth=1,
+        id=uuid.uuid4(),
+        tenant_id=world.run.tenant_id,
+        run_id=world.run.id,
+        tool_call_id="call_1",
+        subagent_type="researcher",
+        depth=1,
     )
     _seed(world, call)
     return _visible(world, lambda s, p: subagent_calls.get_subagent_call(s, p, call.id))
@@ -168,7 +186,11 @@ def case_audit_events(world: World) -> Reader:
     action = f"test.{uuid.uuid4().hex[:8]}"
     audit.record(
         world.db,
-        [AuditRecord(world.owner_a.tenant_id, "user", world.owner_a.user_id, action, "run", str(world.run.id), "success")],
+        [
+            AuditRecord(
+                world.owner_a.tenant_id, "user", world.owner_a.user_id, action, "run", str(world.run.id), "success"
+            )
+        ],
     )
 
     def read(session: Session, principal: Principal) -> bool:
