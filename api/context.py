@@ -24,7 +24,7 @@ class Services:
 
     settings: Settings
     db: Database
-    redis: redis.Redis[bytes]
+    redis: redis.Redis
 
 
 def services() -> Services:
