@@ -116,7 +116,7 @@ def _write(response: Response) -> Response:
         return response
     try:
         audit.record(services().db, records_for(response.status_code))
-    except SQLAlchemyError:
+    except (SQLAlchemyError, ValueError):
         # The change itself is already committed; failing the response now would mislead the client.
         log.exception("could not write the audit rows of %s %s", request.method, request.path)
     return response

@@ -37,6 +37,16 @@ class AuditFilter:
     target_id: str | None = None
 
 
+MAX_TEXT = 300
+
+
+def _clean(text: str | None) -> str | None:
+    """Audit text may echo request input (an unrouted path): bound it and drop what PostgreSQL refuses (NUL)."""
+    if text is None:
+        return None
+    return text.replace("\x00", "\ufffd")[:MAX_TEXT]
+
+
 def insert_audit_events(session: Session, records: list[AuditRecord]) -> None:
     """Insert audit rows."""
     session.add_all(
@@ -47,7 +57,7 @@ def insert_audit_events(session: Session, records: list[AuditRecord]) -> None:
             actor_id=record.actor_id,
             action=record.action,
             target_kind=record.target_kind,
-            target_id=record.target_id,
+            target_id=_clean(record.target_id),
             outcome=record.outcome,
             detail=record.detail,
             trace_id=record.trace_id,

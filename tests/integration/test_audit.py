@@ -127,3 +127,27 @@ def test_the_trail_is_for_owners_and_admins_newest_first(tenant: TenantFixture, 
     ).json
     assert first["items"][0]["id"] != second["items"][0]["id"]
     assert first["items"][0]["created_at"] >= second["items"][0]["created_at"]
+
+
+def test_a_request_on_several_targets_writes_one_row_per_target(
+    settings, db: Database, tenant: TenantFixture  # type: ignore[no-untyped-def]
+) -> None:
+    from api import create_app
+    from api.audit import audit_target, audited
+
+    app = create_app(settings, db=db)
+    action = f"batch.{uuid.uuid4().hex[:6]}"
+
+    @app.post("/v1/batch-test")
+    @audited(action, "thing")
+    def batch() -> tuple[str, int]:
+        audit_target("thing", "a", decision="approve")
+        audit_target("thing", "b", decision="reject")
+        return "", 204
+
+    assert app.test_client().post("/v1/batch-test", headers=tenant.owner.headers).status_code == 204
+    rows = _trail(app.test_client(), tenant, action=action)
+    assert sorted((row["target_id"], row["detail"]["decision"], row["outcome"]) for row in rows) == [
+        ("a", "approve", "success"),
+        ("b", "reject", "success"),
+    ]
