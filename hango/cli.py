@@ -11,7 +11,7 @@ import click
 from hango import migrate, tenancy
 from hango.config import Settings
 from hango.db import Database
-from hango.errors import ConfigError
+from hango.errors import ConfigError, HangoError
 from hango.logs import configure_logging
 
 
@@ -81,6 +81,8 @@ def tenants_create(ctx: click.Context, name: str, owner_email: str, as_json: boo
     database = Database(_database_url(ctx), pool_size=1)
     try:
         created = tenancy.create_tenant(database, name, owner_email)
+    except HangoError as exc:
+        raise click.ClickException(str(exc)) from exc
     finally:
         database.dispose()
     if as_json:

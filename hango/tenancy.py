@@ -5,11 +5,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from marshmallow import ValidationError, validate
 from sqlalchemy.exc import IntegrityError
 
 from hango.auth import Principal, hash_token, new_token
 from hango.db import Database
-from hango.errors import Conflict, Forbidden, Unauthorized
+from hango.errors import Conflict, Forbidden, InvalidInput, Unauthorized
 from hango.models import ApiToken, Membership, Role
 from hango.pagination import Page, PageRequest
 from hango.store import tenants as tenant_store
@@ -46,11 +47,21 @@ def normalise_email(email: str) -> str:
     return email.strip().lower()
 
 
+def _check_bootstrap(name: str, owner_email: str) -> None:
+    if not name.strip():
+        raise InvalidInput.field("name", "must not be empty")
+    try:
+        validate.Email()(owner_email.strip())
+    except ValidationError as exc:
+        raise InvalidInput.field("owner_email", "is not an email address") from exc
+
+
 def create_tenant(db: Database, name: str, owner_email: str) -> NewTenant:
     """Create a tenant, its owner and the owner's first token (the CLI bootstrap)."""
+    _check_bootstrap(name, owner_email)
     token = new_token()
     with db.transaction() as session:
-        tenant = tenant_store.create_tenant(session, name)
+        tenant = tenant_store.create_tenant(session, name.strip())
         user = tenant_store.get_or_create_user(session, normalise_email(owner_email))
         tenant_store.add_membership(session, tenant.id, user, "owner")
         token_store.create_token(session, tenant.id, user.id, hash_token(token))

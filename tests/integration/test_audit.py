@@ -130,7 +130,9 @@ def test_the_trail_is_for_owners_and_admins_newest_first(tenant: TenantFixture, 
 
 
 def test_a_request_on_several_targets_writes_one_row_per_target(
-    settings, db: Database, tenant: TenantFixture  # type: ignore[no-untyped-def]
+    settings,
+    db: Database,
+    tenant: TenantFixture,  # type: ignore[no-untyped-def]
 ) -> None:
     from api import create_app
     from api.audit import audit_target, audited

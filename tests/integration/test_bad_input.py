@@ -46,7 +46,9 @@ def _fill(rule: str, value: str) -> str:
 
 def _counts(db: Database) -> tuple[int, ...]:
     with db.transaction() as session:
-        return tuple(session.scalar(select(func.count()).select_from(model)) or 0 for model in (User, Membership, ApiToken))
+        return tuple(
+            session.scalar(select(func.count()).select_from(model)) or 0 for model in (User, Membership, ApiToken)
+        )
 
 
 def _assert_client_error(response: Any) -> None:

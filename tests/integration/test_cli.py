@@ -56,6 +56,18 @@ def test_tenants_create_json_prints_one_object_and_nothing_else(cli_database: st
     assert result.stdout.strip().count("\n") == 0
 
 
+@pytest.mark.parametrize(("name", "email", "field"), [("acme", "not-an-email", "owner_email"), (" ", "a@b.io", "name")])
+def test_tenants_create_refuses_bad_input_naming_the_field(
+    cli_database: str, name: str, email: str, field: str
+) -> None:
+    env = _env(HANGO_DATABASE_URL=cli_database)
+    _run(["db", "upgrade"], env)
+    result = _run(["tenants", "create", name, "--owner-email", email, "--json"], env)
+    assert result.returncode != 0
+    assert field in result.stderr
+    assert result.stdout == ""
+
+
 @pytest.mark.parametrize(
     ("variable", "value"), [("HANGO_APPROVAL_TTL", "forever"), ("HANGO_DATABASE_URL", "sqlite:///x.db")]
 )
