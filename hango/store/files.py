@@ -3,15 +3,91 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, delete, func, select
 from sqlalchemy.orm import Session
 
+from hango.agent.paths import is_agent_path, normalize_path
 from hango.auth import Principal
 from hango.errors import NotFound
 from hango.models import File
 from hango.store.agents import get_agent
 from hango.store.runs import get_run
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A file's path, size in UTF-8 bytes and last change."""
+
+    path: str
+    size: int
+    updated_at: datetime
+
+
+class FileSystem:
+    """One run's view of the filesystem inside a transaction: its scratch files plus its agent's files.
+
+    Paths are normalised here; ``/memories/…`` and ``/skills/…`` resolve to the agent, everything else to the run.
+    """
+
+    def __init__(self, session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+        self._agent_id = agent_id
+        self._run_id = run_id
+
+    def _owner(self, path: str) -> ColumnElement[bool]:
+        if is_agent_path(path):
+            return (File.tenant_id == self._tenant_id) & (File.agent_id == self._agent_id)
+        return (File.tenant_id == self._tenant_id) & (File.run_id == self._run_id)
+
+    def _visible(self) -> ColumnElement[bool]:
+        return (File.tenant_id == self._tenant_id) & ((File.agent_id == self._agent_id) | (File.run_id == self._run_id))
+
+    def read(self, path: str) -> str | None:
+        """The file's content, or ``None`` when it does not exist."""
+        path = normalize_path(path)
+        return self._session.scalar(select(File.content).where(self._owner(path), File.path == path))
+
+    def write(self, path: str, content: str) -> None:
+        """Create or replace a file."""
+        path = normalize_path(path)
+        existing = self._session.scalar(select(File).where(self._owner(path), File.path == path).with_for_update())
+        if existing is not None:
+            existing.content = content
+            existing.updated_at = datetime.now(UTC)
+            return
+        owner = {"agent_id": self._agent_id} if is_agent_path(path) else {"run_id": self._run_id}
+        self._session.add(File(id=uuid.uuid4(), tenant_id=self._tenant_id, path=path, content=content, **owner))
+        self._session.flush()
+
+    def delete(self, path: str) -> bool:
+        """Remove a file; ``False`` when it did not exist."""
+        path = normalize_path(path)
+        result = self._session.execute(delete(File).where(self._owner(path), File.path == path))
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def list_files(self, prefix: str = "/") -> list[FileInfo]:
+        """Every visible file whose path starts with ``prefix``, sorted by path."""
+        prefix = normalize_path(prefix)
+        statement = (
+            select(File.path, func.octet_length(File.content), File.updated_at)
+            .where(self._visible(), File.path.startswith(prefix, autoescape=True))
+            .order_by(File.path)
+        )
+        return [FileInfo(path, size or 0, updated) for path, size, updated in self._session.execute(statement)]
+
+    def contents(self, prefix: str = "/") -> list[tuple[str, str]]:
+        """Every visible file under ``prefix`` with its content (for grep), sorted by path."""
+        prefix = normalize_path(prefix)
+        statement = (
+            select(File.path, File.content)
+            .where(self._visible(), File.path.startswith(prefix, autoescape=True))
+            .order_by(File.path)
+        )
+        return [(path, content) for path, content in self._session.execute(statement)]
 
 
 def get_agent_file(session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, path: str) -> File:

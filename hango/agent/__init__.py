@@ -1,0 +1,1 @@
+"""The agent core: messages, models, tools, middleware and the resumable loop."""

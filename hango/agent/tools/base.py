@@ -1,0 +1,124 @@
+"""The tool type, its execution context, argument validation and the registry."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from hango.agent.messages import ToolCall, ToolResult
+from hango.agent.models.base import ToolSpec
+from hango.errors import HangoError
+from hango.store.files import FileSystem
+
+log = logging.getLogger(__name__)
+ENTRY_POINT_GROUP = "hango.tools"
+
+
+class ToolError(HangoError):
+    """A failure the model should read as an error result (file not found, ambiguous edit...)."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a handler may use: the ids of the run it serves and the run's filesystem view."""
+
+    tenant_id: uuid.UUID
+    agent_id: uuid.UUID
+    run_id: uuid.UUID
+    tool_call_id: str
+    files: FileSystem
+    subagent_call_id: uuid.UUID | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+Handler = Callable[[ToolContext, dict[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool: name, description, JSON Schema parameters and a handler returning the result text."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Handler
+
+    def spec(self) -> ToolSpec:
+        """What the model is told about this tool."""
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    def argument_errors(self, args: Any) -> list[tuple[str, str]]:
+        """``(field, message)`` for every way ``args`` violates the parameters schema; empty when valid."""
+        validator = Draft202012Validator(self.parameters)
+        errors = sorted(validator.iter_errors(args), key=lambda error: list(error.absolute_path))
+        return [(_field(error.absolute_path), error.message) for error in errors]
+
+
+def _field(path: Iterable[Any]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def execute(tool: Tool, context: ToolContext, call: ToolCall) -> ToolResult:
+    """Validate the arguments, run the handler, and turn any failure into an error result the model can read."""
+    errors = tool.argument_errors(call.input)
+    if errors:
+        detail = "; ".join(f"{field or 'arguments'}: {message}" for field, message in errors)
+        return ToolResult(call.id, f"invalid arguments for {tool.name}: {detail}", is_error=True)
+    try:
+        return ToolResult(call.id, tool.handler(context, call.input))
+    except ToolError as exc:
+        return ToolResult(call.id, str(exc), is_error=True)
+    except Exception as exc:  # a tool is a boundary: its bug must not kill the run
+        log.exception("tool %s failed", tool.name, extra={"tool": tool.name, "tool_call_id": call.id})
+        return ToolResult(call.id, f"{tool.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+class ToolRegistry:
+    """Tools by name: the built-ins, the ``hango.tools`` entry points and any configured modules."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        """Register a tool; a second tool with the same name replaces the first (logged)."""
+        if tool.name in self._tools:
+            log.warning("tool %s registered twice; the later one wins", tool.name)
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, if registered."""
+        return self._tools.get(name)
+
+    def names(self) -> set[str]:
+        """Every registered tool name."""
+        return set(self._tools)
+
+    def load_entry_points(self) -> None:
+        """Add the tools third-party packages publish under the ``hango.tools`` entry-point group."""
+        for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+            self._add_loaded(entry_point.load(), entry_point.name)
+
+    def load_modules(self, modules: Iterable[str]) -> None:
+        """Add the tools of modules named in settings; each module exposes ``TOOLS``, a list of :class:`Tool`."""
+        for module_name in modules:
+            self._add_loaded(getattr(importlib.import_module(module_name), "TOOLS", []), module_name)
+
+    def _add_loaded(self, loaded: Any, origin: str) -> None:
+        if callable(loaded) and not isinstance(loaded, Tool):
+            loaded = loaded()
+        for tool in loaded if isinstance(loaded, list | tuple) else [loaded]:
+            if not isinstance(tool, Tool):
+                raise TypeError(f"{origin} provided {tool!r}, not a hango Tool")
+            self.add(tool)
