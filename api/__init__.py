@@ -8,13 +8,14 @@ from flask_smorest import Api
 from prometheus_client import CollectorRegistry
 from prometheus_flask_exporter import PrometheusMetrics
 
-from api import audit, audit_events, auth, ops, problems, users
+from api import agents, audit, audit_events, auth, ops, problems, runs, users
 from api.context import Services
 from hango import __version__
 from hango.config import Settings
 from hango.db import Database
+from hango.run.runtime import Runtime
 
-_BLUEPRINTS = (users.blp, audit_events.blp)
+_BLUEPRINTS = (users.blp, agents.blp, runs.blp, audit_events.blp)
 
 
 def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
@@ -32,10 +33,12 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
             "security": [{"bearer": []}],
         },
     )
+    runtime = Runtime.build(settings, db=db)
     app.extensions["hango"] = Services(
         settings=settings,
-        db=db or Database(settings.require_database_url(), pool_size=settings.db_pool_size),
+        db=runtime.db,
         redis=redis.Redis.from_url(settings.require_redis_url(), socket_timeout=2, socket_connect_timeout=2),
+        runtime=runtime,
     )
     api = Api(app)
     for blueprint in _BLUEPRINTS:

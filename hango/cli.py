@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from typing import Any
@@ -105,11 +106,39 @@ def api_command(ctx: click.Context, host: str, port: int, workers: int, threads:
     """Serve the HTTP API with gunicorn."""
     from hango.server import serve  # gunicorn is only needed by this command
 
-    settings = _settings(ctx)
+    _require_services(_settings(ctx))
+    options: dict[str, Any] = {"bind": f"{host}:{port}", "workers": workers, "threads": threads}
+    serve(options)
+
+
+def _edge(module: str) -> Any:
+    # The worker and beat live in the Celery edge; the CLI names it by module so the domain never imports it.
+    return importlib.import_module(module)
+
+
+def _require_services(settings: Settings) -> None:
     try:
         settings.require_database_url()
         settings.require_redis_url()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
-    options: dict[str, Any] = {"bind": f"{host}:{port}", "workers": workers, "threads": threads}
-    serve(options)
+
+
+@main.command("worker")
+@click.option("--concurrency", default=2, show_default=True, type=click.IntRange(1, 256), help="runs at once")
+@click.option("--beat", "with_beat", is_flag=True, help="Also run the periodic scheduler in this process.")
+@click.pass_context
+def worker_command(ctx: click.Context, concurrency: int, with_beat: bool) -> None:
+    """Execute runs from the queue (a Celery worker)."""
+    settings = _settings(ctx)
+    _require_services(settings)
+    _edge("tasks.worker").run_worker(settings, concurrency, beat=with_beat)
+
+
+@main.command("beat")
+@click.pass_context
+def beat_command(ctx: click.Context) -> None:
+    """Schedule the periodic jobs (reconciler)."""
+    settings = _settings(ctx)
+    _require_services(settings)
+    _edge("tasks.worker").run_beat(settings)

@@ -71,6 +71,29 @@ def parse_log_level(text: str) -> str:
     return level
 
 
+def parse_name(text: str) -> str:
+    """A queue or similar name: letters, digits, ``.``, ``-`` and ``_``."""
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", text):
+        raise ValueError(f"{text!r} may only hold letters, digits, '.', '-' and '_'")
+    return text
+
+
+def parse_http_url(text: str) -> str:
+    """An http(s) base URL."""
+    if not text.startswith(("http://", "https://")):
+        raise ValueError("the URL must start with http:// or https://")
+    return text
+
+
+def parse_module_list(text: str) -> tuple[str, ...]:
+    """Comma-separated dotted module names."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", name):
+            raise ValueError(f"{name!r} is not a module name")
+    return names
+
+
 @dataclass(frozen=True)
 class Settings:
     """Process-wide settings. Build them with :meth:`from_env`, or directly in tests."""
@@ -82,6 +105,24 @@ class Settings:
     max_body_bytes: int = 1_048_576
     db_pool_size: int = 5
     log_level: str = "INFO"
+    queue: str = "hango"
+    run_lease: timedelta = timedelta(seconds=60)
+    run_heartbeat_interval: timedelta = timedelta(seconds=15)
+    reconcile_interval: timedelta = timedelta(seconds=30)
+    requeue_after: timedelta = timedelta(seconds=60)
+    enqueue_dedup_ttl: timedelta = timedelta(minutes=5)
+    max_run_attempts: int = 3
+    task_time_limit: timedelta = timedelta(hours=1)
+    sse_keepalive: timedelta = timedelta(seconds=15)
+    model_retry_attempts: int = 4
+    model_retry_base_delay: timedelta = timedelta(seconds=1)
+    model_retry_max_delay: timedelta = timedelta(seconds=30)
+    model_timeout: timedelta = timedelta(seconds=120)
+    anthropic_base_url: str | None = None
+    anthropic_api_key: str | None = None
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    tool_modules: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -92,7 +133,14 @@ class Settings:
             if raw is None or raw == "":
                 continue
             values[name] = _parse(name, raw, parser)
-        return cls(**values)  # type: ignore[arg-type]
+        settings = cls(**values)  # type: ignore[arg-type]
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Refuse combinations that would break the runtime's guarantees."""
+        if self.run_heartbeat_interval >= self.run_lease:
+            raise ConfigError("HANGO_RUN_HEARTBEAT_INTERVAL must be shorter than HANGO_RUN_LEASE")
 
     def require_database_url(self) -> str:
         """The database URL, or a :class:`ConfigError` naming the variable when it is unset."""
@@ -119,6 +167,24 @@ _PARSERS: dict[str, Callable[[str], object]] = {
     "max_body_bytes": parse_positive_int,
     "db_pool_size": parse_positive_int,
     "log_level": parse_log_level,
+    "queue": parse_name,
+    "run_lease": parse_duration,
+    "run_heartbeat_interval": parse_duration,
+    "reconcile_interval": parse_duration,
+    "requeue_after": parse_duration,
+    "enqueue_dedup_ttl": parse_duration,
+    "max_run_attempts": parse_positive_int,
+    "task_time_limit": parse_duration,
+    "sse_keepalive": parse_duration,
+    "model_retry_attempts": parse_positive_int,
+    "model_retry_base_delay": parse_duration,
+    "model_retry_max_delay": parse_duration,
+    "model_timeout": parse_duration,
+    "anthropic_base_url": parse_http_url,
+    "anthropic_api_key": str,
+    "openai_base_url": parse_http_url,
+    "openai_api_key": str,
+    "tool_modules": parse_module_list,
 }
 
 

@@ -12,9 +12,10 @@ from hango.models import Agent
 from hango.pagination import Page, PageRequest, paginate
 
 
-def get_agent(session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID) -> Agent:
+def get_agent(session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, *, for_update: bool = False) -> Agent:
     """An agent of the tenant; :class:`NotFound` for another tenant's or an unknown one."""
-    agent = session.scalar(select(Agent).where(Agent.tenant_id == tenant_id, Agent.id == agent_id))
+    statement = select(Agent).where(Agent.tenant_id == tenant_id, Agent.id == agent_id)
+    agent = session.scalar(statement.with_for_update() if for_update else statement)
     if agent is None:
         raise NotFound(f"agent {agent_id} not found")
     return agent

@@ -46,10 +46,11 @@ class FileSystem:
     def _visible(self) -> ColumnElement[bool]:
         return (File.tenant_id == self._tenant_id) & ((File.agent_id == self._agent_id) | (File.run_id == self._run_id))
 
-    def read(self, path: str) -> str | None:
-        """The file's content, or ``None`` when it does not exist."""
+    def read(self, path: str, *, for_update: bool = False) -> str | None:
+        """The file's content, or ``None`` when it does not exist; ``for_update`` locks it until commit."""
         path = normalize_path(path)
-        return self._session.scalar(select(File.content).where(self._owner(path), File.path == path))
+        statement = select(File.content).where(self._owner(path), File.path == path)
+        return self._session.scalar(statement.with_for_update() if for_update else statement)
 
     def write(self, path: str, content: str) -> None:
         """Create or replace a file."""

@@ -1,20 +1,67 @@
-"""A run's append-only conversation."""
+"""A run's append-only conversation (the run's own messages and its subagents', one sequence per run)."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from hango.agent.messages import Message
 from hango.auth import Principal
-from hango.models import Message
+from hango.models import Message as MessageRow
+from hango.models import Run
 from hango.pagination import Page, PageRequest, paginate
 from hango.store.runs import get_run
 
 
-def list_messages(session: Session, principal: Principal, run_id: uuid.UUID, page: PageRequest) -> Page[Message]:
+def message_json(row: MessageRow) -> dict[str, Any]:
+    """The API shape of a stored message (also the data of ``message.created`` events)."""
+    return {
+        "seq": row.seq,
+        "role": row.role,
+        "content": row.content,
+        "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
+    }
+
+
+def to_message(row: MessageRow) -> Message:
+    """The loop's view of a stored message."""
+    role: Any = row.role
+    call_id = str(row.subagent_call_id) if row.subagent_call_id else None
+    return Message(role=role, content=list(row.content), seq=row.seq, subagent_call_id=call_id)
+
+
+def insert_message(session: Session, run: Run, message: Message, subagent_call_id: uuid.UUID | None) -> MessageRow:
+    """Append a message with the run's next sequence number (a row-locked counter, so concurrent writers queue)."""
+    bump = update(Run).where(Run.id == run.id).values(message_seq=Run.message_seq + 1).returning(Run.message_seq)
+    seq = session.execute(bump, execution_options={"synchronize_session": False}).scalar_one()
+    row = MessageRow(
+        tenant_id=run.tenant_id,
+        run_id=run.id,
+        seq=seq,
+        role=message.role,
+        content=message.content,
+        subagent_call_id=subagent_call_id,
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def loop_history(session: Session, run_id: uuid.UUID, subagent_call_id: uuid.UUID | None) -> list[Message]:
+    """One loop's messages in order: the run's own (``subagent_call_id`` null) or one child's."""
+    statement = select(MessageRow).where(MessageRow.run_id == run_id)
+    if subagent_call_id is None:
+        statement = statement.where(MessageRow.subagent_call_id.is_(None))
+    else:
+        statement = statement.where(MessageRow.subagent_call_id == subagent_call_id)
+    return [to_message(row) for row in session.scalars(statement.order_by(MessageRow.seq))]
+
+
+def list_messages(session: Session, principal: Principal, run_id: uuid.UUID, page: PageRequest) -> Page[MessageRow]:
     """A visible run's messages by ``seq``; :class:`~hango.errors.NotFound` for a run the principal cannot see."""
     run = get_run(session, principal, run_id)
-    statement = select(Message).where(Message.tenant_id == run.tenant_id, Message.run_id == run.id)
-    return paginate(session, statement, [Message.seq], page)
+    statement = select(MessageRow).where(MessageRow.tenant_id == run.tenant_id, MessageRow.run_id == run.id)
+    return paginate(session, statement, [MessageRow.seq], page)

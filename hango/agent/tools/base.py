@@ -11,6 +11,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from sqlalchemy.exc import SQLAlchemyError
 
 from hango.agent.messages import ToolCall, ToolResult
 from hango.agent.models.base import ToolSpec
@@ -78,6 +79,9 @@ def execute(tool: Tool, context: ToolContext, call: ToolCall) -> ToolResult:
         return ToolResult(call.id, tool.handler(context, call.input))
     except ToolError as exc:
         return ToolResult(call.id, str(exc), is_error=True)
+    except SQLAlchemyError:
+        # The batch's transaction is now unusable: let the loop roll back this call's savepoint.
+        raise
     except Exception as exc:  # a tool is a boundary: its bug must not kill the run
         log.exception("tool %s failed", tool.name, extra={"tool": tool.name, "tool_call_id": call.id})
         return ToolResult(call.id, f"{tool.name} failed: {type(exc).__name__}: {exc}", is_error=True)

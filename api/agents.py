@@ -1,0 +1,69 @@
+"""Agents: create and replace (owner, admin), read (everyone in the tenant)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from marshmallow import fields
+
+from api.audit import audit_target, audited
+from api.context import principal, services
+from api.parsing import Blueprint
+from api.schemas import ListArgs, list_of, page_request
+from hango import agents
+from hango.agent.config import AgentConfig
+from hango.models import Agent as AgentRow
+from hango.pagination import Page
+
+blp = Blueprint("agents", __name__, url_prefix="/v1", description="Agent definitions")
+
+
+class Agent(AgentConfig):
+    id = fields.UUID(required=True)
+    created_by = fields.UUID(required=True)
+    created_at = fields.DateTime(required=True)
+    updated_at = fields.DateTime(required=True)
+
+
+AgentList = list_of(Agent, "AgentList")
+
+
+def _audit(agent: AgentRow) -> AgentRow:
+    audit_target("agent", agent.id, name=agent.name)
+    return agent
+
+
+@blp.route("/agents", methods=["POST"])
+@blp.arguments(AgentConfig)
+@blp.response(201, Agent)
+@audited("agent.create", "agent")
+def create_agent(body: dict[str, Any]) -> AgentRow:
+    """Create an agent (owner, admin)."""
+    runtime = services().runtime
+    return _audit(agents.create_agent(runtime.db, runtime.tools, principal(), body))
+
+
+@blp.route("/agents", methods=["GET"])
+@blp.arguments(ListArgs, location="query")
+@blp.response(200, AgentList)
+def list_agents(args: dict[str, Any]) -> Page[AgentRow]:
+    """The tenant's agents."""
+    return agents.list_agents(services().db, principal(), page_request(args))
+
+
+@blp.route("/agents/<uuid:agent_id>", methods=["GET"])
+@blp.response(200, Agent)
+def get_agent(agent_id: uuid.UUID) -> AgentRow:
+    """One agent."""
+    return agents.get_agent(services().db, principal(), agent_id)
+
+
+@blp.route("/agents/<uuid:agent_id>", methods=["PUT"])
+@blp.arguments(AgentConfig)
+@blp.response(200, Agent)
+@audited("agent.replace", "agent", target_arg="agent_id")
+def replace_agent(body: dict[str, Any], agent_id: uuid.UUID) -> AgentRow:
+    """Replace an agent's whole configuration (owner, admin); existing runs keep their snapshot."""
+    runtime = services().runtime
+    return _audit(agents.replace_agent(runtime.db, runtime.tools, principal(), agent_id, body))

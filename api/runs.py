@@ -1,0 +1,166 @@
+"""Runs: create, list, read, cancel; their messages; and their live event stream (SSE)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import marshmallow as ma
+from flask import Response, request, stream_with_context
+from marshmallow import fields, validate
+
+from api.audit import audit_target, audited
+from api.context import principal, services
+from api.parsing import Blueprint
+from api.schemas import ListArgs, list_of, page_request
+from hango.errors import InvalidInput
+from hango.models import RUN_STATES
+from hango.models import Run as RunRow
+from hango.pagination import Page
+from hango.run import service
+from hango.run.stream import follow_events
+
+blp = Blueprint("runs", __name__, url_prefix="/v1", description="Runs, their messages and their events")
+
+
+class TextBlock(ma.Schema):
+    type = fields.String(required=True, validate=validate.Equal("text"))
+    text = fields.String(required=True)
+
+
+class Content(fields.Field):  # type: ignore[type-arg]
+    """A message's content: a string, or a list of text blocks."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list):
+            return fields.List(fields.Nested(TextBlock))._deserialize(value, attr, data, **kwargs)
+        raise ma.ValidationError("must be a string or a list of text blocks")
+
+
+class InputMessage(ma.Schema):
+    role = fields.String(required=True, validate=validate.OneOf(["user", "assistant"]))
+    content = Content(required=True)
+
+
+class RunCreate(ma.Schema):
+    agent_id = fields.UUID(required=True)
+    input = fields.String(validate=validate.Length(max=1_000_000))
+    messages = fields.List(fields.Nested(InputMessage), validate=validate.Length(min=1, max=1000))
+
+
+class Usage(ma.Schema):
+    input_tokens = fields.Integer()
+    output_tokens = fields.Integer()
+
+
+class Run(ma.Schema):
+    id = fields.UUID(required=True)
+    agent_id = fields.UUID(required=True)
+    state = fields.String(required=True)
+    created_by = fields.UUID(required=True)
+    created_at = fields.DateTime(required=True)
+    started_at = fields.DateTime(allow_none=True)
+    finished_at = fields.DateTime(allow_none=True)
+    awaiting_since = fields.DateTime(allow_none=True, dump_default=None)
+    error = fields.String(allow_none=True)
+    turn = fields.Integer(required=True)
+    usage = fields.Method("_usage", metadata={"description": "tokens used by the run's model calls"})
+
+    def _usage(self, run: RunRow) -> dict[str, int]:
+        return {"input_tokens": run.input_tokens, "output_tokens": run.output_tokens}
+
+
+class MessageOut(ma.Schema):
+    seq = fields.Integer(required=True)
+    role = fields.String(required=True)
+    content = fields.List(fields.Dict(), required=True)
+    subagent_call_id = fields.UUID(allow_none=True, required=True)
+
+
+class RunListArgs(ListArgs):
+    state = fields.String(load_default=None, validate=validate.OneOf(RUN_STATES))
+
+
+class EventArgs(ma.Schema):
+    after = fields.Integer(load_default=None, validate=validate.Range(min=0))
+
+
+RunList = list_of(Run, "RunList")
+MessageList = list_of(MessageOut, "MessageList")
+
+
+@blp.route("/runs", methods=["POST"])
+@blp.arguments(RunCreate)
+@blp.response(202, Run)
+@audited("run.create", "run")
+def create_run(body: dict[str, Any]) -> RunRow:
+    """Start a run of an agent; it is queued and a worker picks it up."""
+    messages = service.input_messages(body.get("input"), body.get("messages"))
+    run = service.create_run(services().runtime, principal(), body["agent_id"], messages)
+    audit_target("run", run.id, agent_id=str(run.agent_id))
+    return run
+
+
+@blp.route("/runs", methods=["GET"])
+@blp.arguments(RunListArgs, location="query")
+@blp.response(200, RunList)
+def list_runs(args: dict[str, Any]) -> Page[RunRow]:
+    """Runs visible to the caller (a member sees their own), newest first."""
+    return service.list_runs(services().runtime, principal(), page_request(args), args["state"])
+
+
+@blp.route("/runs/<uuid:run_id>", methods=["GET"])
+@blp.response(200, Run)
+def get_run(run_id: uuid.UUID) -> RunRow:
+    """One run."""
+    return service.get_run(services().runtime, principal(), run_id)
+
+
+@blp.route("/runs/<uuid:run_id>/cancel", methods=["POST"])
+@blp.response(200, Run)
+@audited("run.cancel", "run", target_arg="run_id")
+def cancel_run(run_id: uuid.UUID) -> RunRow:
+    """Cancel a queued or running run (its creator, owner, admin); 409 once it has finished."""
+    return service.cancel_run(services().runtime, principal(), run_id)
+
+
+@blp.route("/runs/<uuid:run_id>/messages", methods=["GET"])
+@blp.arguments(ListArgs, location="query")
+@blp.response(200, MessageList)
+def list_messages(args: dict[str, Any], run_id: uuid.UUID) -> Page[Any]:
+    """The run's messages by ``seq`` (the run's and its subagents', one sequence)."""
+    return service.list_messages(services().runtime, principal(), run_id, page_request(args))
+
+
+@blp.route("/runs/<uuid:run_id>/events", methods=["GET"])
+@blp.arguments(EventArgs, location="query")
+@blp.doc(responses={"200": {"description": "a text/event-stream of the run's events"}})
+def stream_events(args: dict[str, Any], run_id: uuid.UUID) -> Response:
+    """Server-Sent Events: the stored log from the start (or after ``Last-Event-ID`` / ``?after=``), then live."""
+    after = _resume_point(args.get("after"))
+    runtime, caller = services().runtime, principal()
+    service.get_run(runtime, caller, run_id)  # a 404 must be a response, not a broken stream
+
+    def generate() -> Iterator[str]:
+        yield "retry: 2000\n\n"
+        for event in follow_events(runtime, caller, run_id, after):
+            if event is None:
+                yield ": keep-alive\n\n"
+                continue
+            yield f"id: {event.seq}\nevent: {event.type}\ndata: {json.dumps(event.data, default=str)}\n\n"
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return Response(stream_with_context(generate()), mimetype="text/event-stream", headers=headers)
+
+
+def _resume_point(after: int | None) -> int:
+    header = request.headers.get("Last-Event-ID")
+    if header is None:
+        return after or 0
+    if not header.strip().isdigit():
+        raise InvalidInput.field("Last-Event-ID", "must be the id of an event this stream sent")
+    return int(header.strip())

@@ -1,0 +1,183 @@
+"""The agent loop as a resumable state machine.
+
+``AgentLoop.run(state)`` drives model calls and tool batches until the model stops calling tools, the turn budget
+runs out, the run is stopped, or (with human-in-the-loop) a batch suspends. It never blocks waiting for anything
+outside; it returns a tagged :data:`~hango.agent.state.Outcome` and the caller owns the run's state transition.
+Every assistant message is persisted as soon as it is produced; each batch's tool results are persisted together,
+in the same transaction as the batch's filesystem changes, after the whole batch ran.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
+from hango.agent.middleware.base import Chain, LoopScope, LoopServices, ModelCall, ToolCallRequest
+from hango.agent.models.base import Model, ModelError, ModelRequest, ToolSpec
+from hango.agent.state import Done, Failed, LoopState, Outcome
+from hango.agent.tools.base import ToolContext, ToolRegistry, execute
+from hango.errors import HangoError
+from hango.store.files import FileSystem
+
+log = logging.getLogger(__name__)
+
+
+class RunStopped(HangoError):
+    """The run was cancelled or this worker lost its lease; the loop stops without writing anything more."""
+
+
+class BatchScope(Protocol):
+    """One tool batch's transaction: the filesystem its tools use, and where its results are written."""
+
+    files: FileSystem
+
+    def tool_finished(self, call: ToolCall, result: ToolResult) -> None:
+        """Record that a call finished (an event committed with the batch)."""
+        ...
+
+    def isolated(self, call: ToolCall, run: Callable[[], ToolResult]) -> ToolResult:
+        """Run one call so that a storage failure inside it undoes only that call, as an error result."""
+        ...
+
+    def append(self, messages: list[Message], state: LoopState) -> list[Message]:
+        """Persist messages (and the state) inside the batch's transaction."""
+        ...
+
+
+class LoopPort(Protocol):
+    """The persistence the loop needs; the worker implements it on PostgreSQL with lease fencing."""
+
+    def check_active(self) -> None:
+        """Raise :class:`RunStopped` when the run may no longer advance."""
+        ...
+
+    def append(self, messages: list[Message], state: LoopState, usage: Usage | None = None) -> list[Message]:
+        """Persist messages and the state in one transaction; returns them with their ``seq``."""
+        ...
+
+    def tool_started(self, call: ToolCall) -> None:
+        """Record that a call is about to execute."""
+        ...
+
+    def batch(self) -> AbstractContextManager[BatchScope]:
+        """Open a tool batch's transaction; it commits when the block ends without error."""
+        ...
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """What the agent snapshot fixes for this loop."""
+
+    system_prompt: str
+    tool_names: tuple[str, ...]
+    max_turns: int
+    max_tokens: int | None = None
+
+
+class AgentLoop:
+    """One loop (a run, or later a subagent call) over its own persisted history."""
+
+    def __init__(
+        self,
+        config: LoopConfig,
+        model: Model,
+        chain: Chain,
+        tools: ToolRegistry,
+        services: LoopServices,
+        port: LoopPort,
+    ) -> None:
+        self._config = config
+        self._model = model
+        self._chain = chain
+        self._tools = tools
+        self._services = services
+        self._port = port
+
+    def run(self, state: LoopState) -> Outcome:
+        """Advance from ``state`` until the loop ends or suspends."""
+        scope = LoopScope(self._services, state, [])
+        self._chain.before_run(scope)
+        self._flush(scope)
+        try:
+            outcome = self._advance(scope)
+        except ModelError as exc:
+            outcome = Failed(str(exc))
+        self._chain.after_run(scope, outcome)
+        return outcome
+
+    def _advance(self, scope: LoopScope) -> Outcome:
+        while True:
+            self._port.check_active()
+            if scope.state.turn >= self._config.max_turns:
+                return Failed(f"the run reached its limit of {self._config.max_turns} turns")
+            turn = self._call_model(scope)
+            if not turn.tool_calls:
+                return Done(turn.text)
+            outcome = self.run_batch(scope, turn.tool_calls)
+            if outcome is not None:
+                return outcome
+
+    def _call_model(self, scope: LoopScope) -> AssistantTurn:
+        request = ModelRequest(
+            system=self._config.system_prompt,
+            messages=list(scope.state.messages),
+            tools=self._tool_specs(),
+            max_tokens=self._config.max_tokens,
+        )
+        turn = self._chain.model_call(ModelCall(request, scope), lambda call: self._model.complete(call.request))
+        self._port.check_active()
+        [message] = self._port.append([turn.message()], scope.state, turn.usage)
+        scope.state.messages.append(message)
+        return turn
+
+    def _tool_specs(self) -> list[ToolSpec]:
+        return [tool.spec() for name in self._config.tool_names if (tool := self._tools.get(name)) is not None]
+
+    def run_batch(self, scope: LoopScope, calls: Sequence[ToolCall]) -> Outcome | None:
+        """Run one batch through the tool chain and persist its results together; ``None`` to keep looping."""
+        self._port.check_active()
+        with self._port.batch() as batch:
+            results = []
+            for call in calls:
+                self._port.tool_started(call)
+                result = batch.isolated(
+                    call, partial(self._chain.tool_call, self._request(scope, call, batch.files), self._execute)
+                )
+                batch.tool_finished(call, result)
+                results.append(result)
+            [message] = batch.append([Message(role="tool", content=[r.block() for r in results])], scope.state)
+        scope.state.messages.append(message)
+        return None
+
+    def _request(self, scope: LoopScope, call: ToolCall, files: FileSystem) -> ToolCallRequest:
+        services = self._services
+        context = ToolContext(
+            tenant_id=services.tenant_id,
+            agent_id=services.agent_id,
+            run_id=services.run_id,
+            tool_call_id=call.id,
+            files=files,
+            subagent_call_id=services.subagent_call_id,
+        )
+        return ToolCallRequest(call, self._tools.get(call.name), context, scope)
+
+    @staticmethod
+    def _execute(request: ToolCallRequest) -> ToolResult:
+        if request.tool is None:
+            return ToolResult(request.call.id, f"unknown tool {request.call.name!r}", is_error=True)
+        return execute(request.tool, request.context, request.call)
+
+    def _flush(self, scope: LoopScope) -> None:
+        """Persist what ``before_run`` hooks added (repairs), replacing them with their stored copies."""
+        if not scope.added:
+            return
+        stored = self._port.append(scope.added, scope.state)
+        added_ids = {id(message) for message in scope.added}
+        kept = [message for message in scope.state.messages if id(message) not in added_ids]
+        scope.state.messages[:] = kept + stored
+        scope.added.clear()

@@ -1,0 +1,1 @@
+"""Middleware: the only place cross-cutting behaviour of the loop lives."""

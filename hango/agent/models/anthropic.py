@@ -1,0 +1,139 @@
+"""Claude through the Anthropic Messages API and the official SDK, an optional extra (``hango[anthropic]``).
+
+The SDK is imported when a model is built, never when this module is, so that hango runs without it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hango.agent.messages import AssistantTurn, Block, Message, ToolCall, Usage
+from hango.agent.models.base import ModelError, ModelRequest, PermanentModelError, ToolSpec, TransientModelError
+from hango.agent.models.retry import is_transient_status
+
+if TYPE_CHECKING:
+    import anthropic
+    from anthropic.types import ContentBlockParam, MessageParam, ToolParam
+    from anthropic.types import Message as WireMessage
+
+INSTALL_HINT = "the anthropic provider needs `pip install hango[anthropic]`"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
+class AnthropicModel:
+    """A Claude model; hango's :class:`~hango.agent.models.retry.RetryingModel` retries, so the SDK does not."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        max_tokens: int = 4096,
+        timeout: float = 60.0,
+    ) -> None:
+        """Build the SDK client; no request is sent.
+
+        Args:
+            name: The model id, such as ``claude-sonnet-4-5``.
+            api_key: The Anthropic API key; ``None`` when none is configured, which is refused.
+            base_url: The API root (without ``/v1``); ``None`` for Anthropic's own.
+            max_tokens: The answer length cap when a request does not set one.
+            timeout: Seconds to wait for one call.
+
+        Raises:
+            PermanentModelError: The ``anthropic`` SDK is not installed, or no API key is configured.
+        """
+        try:
+            import anthropic
+        except ImportError as error:
+            raise PermanentModelError(INSTALL_HINT) from error
+        # Without these the SDK would fall back to ANTHROPIC_* variables and credential files, and hango's
+        # credentials must come from its settings alone.
+        if not api_key:
+            raise PermanentModelError("the anthropic provider has no API key: set HANGO_ANTHROPIC_API_KEY")
+        self.name = name
+        self._max_tokens = max_tokens
+        self._client = anthropic.Anthropic(
+            api_key=api_key, base_url=base_url or DEFAULT_BASE_URL, max_retries=0, timeout=timeout
+        )
+
+    def complete(self, request: ModelRequest) -> AssistantTurn:
+        """Send one Messages API call and translate its answer.
+
+        Raises:
+            TransientModelError: Rate limited, server error, timeout or connection failure.
+            PermanentModelError: Any other refusal, with the provider's message.
+        """
+        # The constructor proved that the SDK is installed; this import only looks it up.
+        import anthropic
+
+        try:
+            response = self._client.messages.create(
+                model=self.name,
+                max_tokens=self._max_tokens if request.max_tokens is None else request.max_tokens,
+                system=request.system or anthropic.omit,
+                messages=[_wire_message(message) for message in request.messages],
+                tools=[_wire_tool(tool) for tool in request.tools] or anthropic.omit,
+            )
+        except anthropic.APIError as error:
+            raise _model_error(error) from error
+        return _assistant_turn(response)
+
+
+def _wire_message(message: Message) -> MessageParam:
+    """One hango message as a Messages API message; tool results travel in a user message."""
+    content = [_wire_block(block) for block in message.content]
+    if message.role == "assistant":
+        return {"role": "assistant", "content": content}
+    return {"role": "user", "content": content}
+
+
+def _wire_block(block: Block) -> ContentBlockParam:
+    """One hango content block in the Messages API shape, which hango's blocks were modelled on."""
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "text": block["text"]}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block["input"]}
+    if kind == "tool_result":
+        return {
+            "type": "tool_result",
+            "tool_use_id": block["tool_use_id"],
+            "content": block["content"],
+            "is_error": False,
+        }
+    raise PermanentModelError(f"a {kind!r} content block cannot be sent to Anthropic")
+
+
+def _wire_tool(tool: ToolSpec) -> ToolParam:
+    """A tool as the Messages API describes it."""
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+def _assistant_turn(response: WireMessage) -> AssistantTurn:
+    """The text, tool calls and usage of an answer; other block kinds (thinking, server tools) are not hango's."""
+    text = "".join(block.text for block in response.content if block.type == "text")
+    calls = [
+        ToolCall(id=block.id, name=block.name, input=dict(block.input))
+        for block in response.content
+        if block.type == "tool_use"
+    ]
+    usage = Usage(input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens)
+    return AssistantTurn(text=text, tool_calls=calls, usage=usage)
+
+
+def _model_error(error: anthropic.APIError) -> ModelError:
+    """The hango error for an SDK error: transient when another try may succeed."""
+    import anthropic
+
+    if isinstance(error, anthropic.APIConnectionError):
+        # This includes timeouts; the cause names the network failure, which the SDK's message does not.
+        cause = f" ({error.__cause__})" if error.__cause__ else ""
+        return TransientModelError(f"Anthropic API unreachable: {error.message}{cause}")
+    if isinstance(error, anthropic.APIStatusError):
+        message = f"Anthropic API returned HTTP {error.status_code}: {error.api_message or error.message}"
+        if is_transient_status(error.status_code):
+            return TransientModelError(message)
+        return PermanentModelError(message)
+    return PermanentModelError(f"Anthropic API sent an unusable answer: {error.message}")

@@ -1,0 +1,410 @@
+"""The built-in filesystem tools: ``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob`` and ``grep``.
+
+Each tool works on :attr:`ToolContext.files`, the run's view of the virtual filesystem, in which ``/memories/``
+and ``/skills/`` belong to the agent and every other path to the run. The argument names are part of the public
+contract (the "Built-in tools" table of the API specification).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+from functools import cache
+from typing import Any
+
+from hango.agent.paths import PathError, normalize_path
+from hango.agent.tools.base import Tool, ToolContext, ToolError, ToolRegistry
+
+DEFAULT_READ_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+MAX_GLOB_RESULTS = 1000
+MAX_GREP_MATCHES = 500
+GLOB_MAGIC = re.compile(r"[*?\[]")
+
+
+# Paths and lines
+
+
+def _normalized(raw: str) -> str:
+    """``raw`` normalised, or a :class:`ToolError` naming it so that the model can correct the path."""
+    try:
+        return normalize_path(raw)
+    except PathError as exc:
+        raise ToolError(f"invalid path {raw!r}: {exc}; paths are absolute, like /notes.md") from exc
+
+
+def _file_path(raw: str) -> str:
+    """A normalised path that can name a file: not ``/`` and without a trailing ``/``."""
+    path = _normalized(raw)
+    if path.endswith("/"):
+        raise ToolError(f"{raw!r} names a directory; give a file path such as /notes.md")
+    return path
+
+
+def _directory(raw: str) -> str:
+    """A normalised directory prefix ending in ``/``, so that ``/a`` never matches ``/ab``."""
+    path = _normalized(raw)
+    return path if path.endswith("/") else path + "/"
+
+
+def _lines(content: str) -> list[str]:
+    """The lines of ``content`` split on ``\\n`` only, so that numbering matches what editors and grep show."""
+    lines = content.split("\n")
+    # A final newline ends the last line; it does not start an empty one.
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def _shown(line: str) -> str:
+    """A line cut to :data:`MAX_LINE_CHARS`, so one minified line cannot flood the model's context."""
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return f"{line[:MAX_LINE_CHARS]}… [line truncated, {len(line)} characters]"
+
+
+# Glob matching
+
+
+def _glob_matcher(pattern: str, base: str) -> tuple[str, list[str]]:
+    """The literal directory prefix to list and the pattern's segments, for a pattern relative to ``base``.
+
+    An absolute pattern ignores ``base``. The prefix is the part before the first segment holding a wildcard, so
+    that only the files that could match are read from the database.
+    """
+    joined = pattern if pattern.startswith("/") else base + pattern
+    try:
+        full = normalize_path(joined)
+    except PathError as exc:
+        raise ToolError(f"invalid glob pattern {pattern!r} under {base}: {exc}") from exc
+    # A trailing "/" leaves an empty last segment, which no file matches: files have no trailing "/".
+    segments = full[1:].split("/")
+    literal: list[str] = []
+    for segment in segments[:-1]:
+        if GLOB_MAGIC.search(segment):
+            break
+        literal.append(segment)
+    prefix = "/" + "".join(f"{segment}/" for segment in literal)
+    return prefix, segments
+
+
+def _glob_match(segments: list[str], path: str) -> bool:
+    """Whether a file path matches glob segments: ``**`` spans any number of directories, ``*`` and ``?`` one.
+
+    Matching is a memoised walk over (segment, path part) positions, so that patterns with many ``**`` stay
+    linear in practice instead of backtracking exponentially.
+    """
+    parts = path[1:].split("/")
+
+    @cache
+    def match(i: int, j: int) -> bool:
+        if i == len(segments):
+            return j == len(parts)
+        if segments[i] == "**":
+            return match(i + 1, j) or (j < len(parts) and match(i, j + 1))
+        return j < len(parts) and fnmatchcase(parts[j], segments[i]) and match(i + 1, j + 1)
+
+    return match(0, 0)
+
+
+def _glob_paths(context: ToolContext, pattern: str, base: str) -> list[str]:
+    """Every visible file path matching ``pattern`` (relative to ``base`` unless absolute), sorted."""
+    prefix, segments = _glob_matcher(pattern, base)
+    return [info.path for info in context.files.list_files(prefix) if _glob_match(segments, info.path)]
+
+
+def _storable(text: str, argument: str) -> str:
+    """``text`` unchanged, or a :class:`ToolError` when PostgreSQL could not store it.
+
+    A NUL character fails the flush, and a failed flush ends the whole transaction the run's work shares, so it
+    is refused here, before it reaches the database.
+    """
+    if "\x00" in text:
+        raise ToolError(f"{argument} contains a NUL character, which files cannot hold")
+    return text
+
+
+# ls
+
+
+def _entries(paths: Iterable[str], directory: str) -> list[str]:
+    """The files directly under ``directory`` and its sub-directories (with a trailing ``/``), sorted."""
+    entries: set[str] = set()
+    for path in paths:
+        rest = path[len(directory) :]
+        if not rest:
+            continue
+        child, slash, _ = rest.partition("/")
+        entries.add(directory + child + slash)
+    return sorted(entries)
+
+
+def _ls(context: ToolContext, args: dict[str, Any]) -> str:
+    """List the entries directly under a directory."""
+    directory = _directory(args["path"])
+    entries = _entries((info.path for info in context.files.list_files(directory)), directory)
+    if entries:
+        return "\n".join(entries)
+    if directory != "/" and context.files.read(directory.rstrip("/")) is not None:
+        raise ToolError(f"{directory.rstrip('/')} is a file, not a directory; use read_file to read it")
+    return f"no files under {directory}"
+
+
+# read_file
+
+
+def _read_file(context: ToolContext, args: dict[str, Any]) -> str:
+    """Numbered lines of a file, ``cat -n`` style, from ``offset`` for ``limit`` lines."""
+    path = _file_path(args["file_path"])
+    # JSON Schema accepts 2.0 as an integer; slicing needs a real int.
+    offset = int(args.get("offset", 0))
+    limit = int(args.get("limit", DEFAULT_READ_LIMIT))
+    content = context.files.read(path)
+    if content is None:
+        raise ToolError(f"file not found: {path}")
+    lines = _lines(content)
+    if not lines and offset == 0:
+        return f"{path} is empty"
+    if offset >= len(lines):
+        raise ToolError(f"offset {offset} is past the end of {path}, which has {len(lines)} lines")
+    window = lines[offset : offset + limit]
+    numbered = "\n".join(f"{offset + index + 1:6d}\t{_shown(line)}" for index, line in enumerate(window))
+    end = offset + len(window)
+    if end < len(lines):
+        numbered += f"\n(showing lines {offset + 1}-{end} of {len(lines)}; pass offset={end} to read on)"
+    return numbered
+
+
+# write_file and edit_file
+
+
+def _write_file(context: ToolContext, args: dict[str, Any]) -> str:
+    """Create or overwrite a file."""
+    path = _file_path(args["file_path"])
+    content = _storable(args["content"], "content")
+    context.files.write(path, content)
+    return f"wrote {len(_lines(content))} lines to {path}"
+
+
+def _edit_file(context: ToolContext, args: dict[str, Any]) -> str:
+    """Replace an exact string in a file, once (it must be unique) or everywhere with ``replace_all``."""
+    path = _file_path(args["file_path"])
+    old: str = args["old_string"]
+    new = _storable(args["new_string"], "new_string")
+    replace_all: bool = args.get("replace_all", False)
+    if old == new:
+        raise ToolError("old_string and new_string are identical; there is nothing to change")
+    # Lock the row: two runs of one agent editing the same memory file must not overwrite each other.
+    content = context.files.read(path, for_update=True)
+    if content is None:
+        raise ToolError(f"file not found: {path}")
+    count = content.count(old)
+    if count == 0:
+        raise ToolError(f"old_string not found in {path}; read the file and copy the text exactly")
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {path}; include more surrounding text to make it unique, "
+            "or set replace_all to true"
+        )
+    context.files.write(path, content.replace(old, new) if replace_all else content.replace(old, new, 1))
+    replaced = count if replace_all else 1
+    return f"made {replaced} replacement{'s' if replaced != 1 else ''} in {path}"
+
+
+# glob and grep
+
+
+def _glob(context: ToolContext, args: dict[str, Any]) -> str:
+    """Paths of the files matching a glob pattern."""
+    pattern: str = args["pattern"]
+    base = _directory(args.get("path", "/"))
+    paths = _glob_paths(context, pattern, base)
+    if not paths:
+        return f"no files match {pattern!r} under {base}"
+    shown = "\n".join(paths[:MAX_GLOB_RESULTS])
+    if len(paths) > MAX_GLOB_RESULTS:
+        shown += f"\n(truncated: showing {MAX_GLOB_RESULTS} of {len(paths)} files; narrow the pattern)"
+    return shown
+
+
+def _grep_files(context: ToolContext, raw_path: str, file_glob: str | None) -> list[tuple[str, str]]:
+    """The files grep searches: the file at ``raw_path`` or those under it, filtered by ``file_glob``.
+
+    A filter without ``/`` matches file names (``*.md``); one with ``/`` matches paths like the glob tool does.
+    """
+    path = _normalized(raw_path)
+    directory = path if path.endswith("/") else path + "/"
+    files = [(name, text) for name, text in context.files.contents(path) if name == path or name.startswith(directory)]
+    if file_glob is None:
+        return files
+    if "/" not in file_glob:
+        return [(name, text) for name, text in files if fnmatchcase(name.rsplit("/", 1)[-1], file_glob)]
+    _, segments = _glob_matcher(file_glob, directory)
+    return [(name, text) for name, text in files if _glob_match(segments, name)]
+
+
+def _grep(context: ToolContext, args: dict[str, Any]) -> str:
+    """Lines matching a regular expression, as ``path:lineno:line``."""
+    try:
+        regex = re.compile(args["pattern"])
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression {args['pattern']!r}: {exc}") from exc
+    path: str = args.get("path", "/")
+    matches: list[str] = []
+    for name, content in _grep_files(context, path, args.get("glob")):
+        for number, line in enumerate(_lines(content), start=1):
+            if regex.search(line) is None:
+                continue
+            if len(matches) == MAX_GREP_MATCHES:
+                return "\n".join(matches) + (
+                    f"\n(truncated after {MAX_GREP_MATCHES} matches; narrow the pattern, path or glob)"
+                )
+            matches.append(f"{name}:{number}:{_shown(line)}")
+    return "\n".join(matches) if matches else f"no matches for {args['pattern']!r} under {_normalized(path)}"
+
+
+# The tools
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+_ABSOLUTE = "Absolute path, starting with /."
+
+LS = Tool(
+    name="ls",
+    description=(
+        "List the files and directories directly under a directory. Directories are shown with a trailing /. "
+        "Your persistent directories /memories/ and /skills/ appear under / once they hold files; every other "
+        "path is scratch space for this run only."
+    ),
+    parameters=_schema(
+        {"path": {"type": "string", "minLength": 1, "description": f"Directory. {_ABSOLUTE}"}}, ["path"]
+    ),
+    handler=_ls,
+)
+
+READ_FILE = Tool(
+    name="read_file",
+    description=(
+        "Read a text file. Lines come numbered from 1 like `cat -n` (number, tab, line); the numbers are not part "
+        f"of the file. Reads {DEFAULT_READ_LIMIT} lines by default; use offset and limit to page through longer "
+        f"files. Lines longer than {MAX_LINE_CHARS} characters are cut."
+    ),
+    parameters=_schema(
+        {
+            "file_path": {"type": "string", "minLength": 1, "description": f"File to read. {_ABSOLUTE}"},
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+                "description": "Number of lines to skip before reading (0 starts at line 1).",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "default": DEFAULT_READ_LIMIT,
+                "description": "Maximum number of lines to return.",
+            },
+        },
+        ["file_path"],
+    ),
+    handler=_read_file,
+)
+
+WRITE_FILE = Tool(
+    name="write_file",
+    description=(
+        "Create a file, or overwrite it entirely with new content. Files under /memories/ and /skills/ persist "
+        "across your runs; all other files last for this run only. To change part of a file, use edit_file."
+    ),
+    parameters=_schema(
+        {
+            "file_path": {"type": "string", "minLength": 1, "description": f"File to write. {_ABSOLUTE}"},
+            "content": {"type": "string", "description": "The complete new content of the file."},
+        },
+        ["file_path", "content"],
+    ),
+    handler=_write_file,
+)
+
+EDIT_FILE = Tool(
+    name="edit_file",
+    description=(
+        "Replace an exact string in a file. old_string must match the file's text exactly (whitespace included, "
+        "without read_file's line numbers) and occur exactly once, unless replace_all is true, which replaces "
+        "every occurrence. Returns how many replacements were made."
+    ),
+    parameters=_schema(
+        {
+            "file_path": {"type": "string", "minLength": 1, "description": f"File to edit. {_ABSOLUTE}"},
+            "old_string": {"type": "string", "minLength": 1, "description": "Exact text to replace."},
+            "new_string": {"type": "string", "description": "Text to put in its place (may be empty)."},
+            "replace_all": {
+                "type": "boolean",
+                "default": False,
+                "description": "Replace every occurrence instead of requiring a unique one.",
+            },
+        },
+        ["file_path", "old_string", "new_string"],
+    ),
+    handler=_edit_file,
+)
+
+GLOB = Tool(
+    name="glob",
+    description=(
+        "Find files whose paths match a glob pattern, sorted by path. * and ? match within one path segment, "
+        "[abc] matches one listed character, and ** matches any number of directories: '**/*.md' finds every "
+        "Markdown file under path. The pattern is relative to path unless it starts with /, as in "
+        "'/memories/*.md'."
+    ),
+    parameters=_schema(
+        {
+            "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern, e.g. '**/*.py'."},
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "default": "/",
+                "description": f"Directory the pattern is relative to. {_ABSOLUTE}",
+            },
+        },
+        ["pattern"],
+    ),
+    handler=_glob,
+)
+
+GREP = Tool(
+    name="grep",
+    description=(
+        "Search file contents with a Python regular expression, line by line. Each match is printed as "
+        f"path:line_number:line. At most {MAX_GREP_MATCHES} matches are shown; narrow the search with path "
+        "(a directory or one file) and glob (a file filter: '*.md' matches file names, a pattern with / matches "
+        "paths like the glob tool)."
+    ),
+    parameters=_schema(
+        {
+            "pattern": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Python regular expression, e.g. 'TODO|FIXME'.",
+            },
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "default": "/",
+                "description": f"Directory or file to search. {_ABSOLUTE}",
+            },
+            "glob": {"type": "string", "minLength": 1, "description": "Only search files matching this glob."},
+        },
+        ["pattern"],
+    ),
+    handler=_grep,
+)
+
+BUILTIN_TOOLS: list[Tool] = [LS, READ_FILE, WRITE_FILE, EDIT_FILE, GLOB, GREP]
+
+
+def builtin_registry() -> ToolRegistry:
+    """A registry holding the six built-in filesystem tools."""
+    return ToolRegistry(BUILTIN_TOOLS)

@@ -1,0 +1,87 @@
+"""Agent services: create, read, list and replace agent definitions (owners and admins write)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from hango.agent.tools.base import ToolRegistry
+from hango.auth import Principal
+from hango.db import Database
+from hango.errors import Conflict, FieldError, InvalidInput
+from hango.models import Agent
+from hango.pagination import Page, PageRequest
+from hango.store import agents as agent_store
+from hango.tenancy import require_manager
+
+CONFIG_FIELDS = ("name", "system_prompt", "model", "tools", "interrupt_on", "subagents", "max_turns", "max_tokens")
+
+
+def check_tools(config: dict[str, Any], tools: ToolRegistry) -> None:
+    """Every tool an agent or subagent names must be registered; unknown names are a 400 naming the field."""
+    known = tools.names()
+    errors = [
+        FieldError(f"tools[{index}]", f"unknown tool {name!r}")
+        for index, name in enumerate(config.get("tools", []))
+        if name not in known
+    ]
+    for sub_index, subagent in enumerate(config.get("subagents", [])):
+        errors += [
+            FieldError(f"subagents[{sub_index}].tools[{index}]", f"unknown tool {name!r}")
+            for index, name in enumerate(subagent.get("tools", []))
+            if name not in known
+        ]
+    if errors:
+        raise InvalidInput("; ".join(f"{error.field}: {error.message}" for error in errors), errors)
+
+
+def snapshot(agent: Agent) -> dict[str, Any]:
+    """The configuration a run is judged by for its whole life, whatever later edits do to the agent."""
+    return {field: getattr(agent, field) for field in CONFIG_FIELDS} | {"id": str(agent.id)}
+
+
+def create_agent(db: Database, tools: ToolRegistry, principal: Principal, config: dict[str, Any]) -> Agent:
+    """Create an agent from a validated configuration."""
+    require_manager(principal)
+    check_tools(config, tools)
+    agent = Agent(id=uuid.uuid4(), tenant_id=principal.tenant_id, created_by=principal.user_id, **config)
+    try:
+        with db.transaction() as session:
+            session.add(agent)
+            session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"an agent named {config['name']!r} already exists") from exc
+    return agent
+
+
+def replace_agent(
+    db: Database, tools: ToolRegistry, principal: Principal, agent_id: uuid.UUID, config: dict[str, Any]
+) -> Agent:
+    """Replace an agent's whole configuration; runs already created keep their snapshot."""
+    require_manager(principal)
+    check_tools(config, tools)
+    try:
+        with db.transaction() as session:
+            agent = agent_store.get_agent(session, principal.tenant_id, agent_id, for_update=True)
+            for field in CONFIG_FIELDS:
+                setattr(agent, field, config[field])
+            agent.updated_at = datetime.now(UTC)
+            session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"an agent named {config['name']!r} already exists") from exc
+    return agent
+
+
+def get_agent(db: Database, principal: Principal, agent_id: uuid.UUID) -> Agent:
+    """An agent of the caller's tenant."""
+    with db.transaction() as session:
+        return agent_store.get_agent(session, principal.tenant_id, agent_id)
+
+
+def list_agents(db: Database, principal: Principal, page: PageRequest) -> Page[Agent]:
+    """The tenant's agents, oldest first."""
+    with db.transaction() as session:
+        return agent_store.list_agents(session, principal.tenant_id, page)

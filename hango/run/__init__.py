@@ -1,0 +1,1 @@
+"""The run lifecycle: creating, claiming, executing, suspending, finishing and reconciling runs."""

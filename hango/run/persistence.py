@@ -1,0 +1,144 @@
+"""The loop's persistence on PostgreSQL for one claimed run, fenced by the worker's lease.
+
+Every write locks the run row and checks that the run is still ``running`` under this worker's lease; a run
+cancelled through the API, or reclaimed by the reconciler after this worker was presumed dead, stops the loop at
+its next write with :class:`RunStopped` and nothing more is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from hango.agent.loop import RunStopped
+from hango.agent.messages import Message, ToolCall, ToolResult, Usage
+from hango.agent.state import LoopState, dump_state
+from hango.models import Run
+from hango.run.runtime import Runtime, Work, unit_of_work
+from hango.store.files import FileSystem
+from hango.store.messages import insert_message, message_json, to_message
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Which worker holds which run."""
+
+    run_id: uuid.UUID
+    owner: str
+
+
+def locked_active_run(session: Session, lease: Lease) -> Run:
+    """The run row, locked, if this worker still holds it running; otherwise :class:`RunStopped`."""
+    run = session.scalar(select(Run).where(Run.id == lease.run_id).with_for_update())
+    if run is None or run.state != "running" or run.lease_owner != lease.owner:
+        raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
+    return run
+
+
+def write_messages(
+    work: Work, run: Run, messages: list[Message], state: LoopState, subagent_call_id: uuid.UUID | None = None
+) -> list[Message]:
+    """Append messages with ``message.created`` events and store the loop state; returns them with ``seq``."""
+    stored = []
+    for message in messages:
+        row = insert_message(work.session, run, message, subagent_call_id)
+        work.emit(run, "message.created", message_json(row))
+        stored.append(to_message(row))
+    if subagent_call_id is None:
+        run.state_json = dump_state(state)
+        run.turn += sum(1 for message in messages if message.role == "assistant")
+    run.updated_at = datetime.now(UTC)
+    return stored
+
+
+@dataclass
+class _Batch:
+    """A tool batch's transaction; finished-call events wait until the results are written under the lock."""
+
+    work: Work
+    lease: Lease
+    files: FileSystem
+    finished: list[dict[str, Any]] = field(default_factory=list)
+
+    def tool_finished(self, call: ToolCall, result: ToolResult) -> None:
+        self.finished.append({"tool_call_id": call.id, "tool_name": call.name, "is_error": result.is_error})
+
+    def isolated(self, call: ToolCall, run: Callable[[], ToolResult]) -> ToolResult:
+        try:
+            with self.work.session.begin_nested():
+                return run()
+        except SQLAlchemyError:
+            log.exception("tool call failed in storage", extra={"tool": call.name, "tool_call_id": call.id})
+            return ToolResult(call.id, f"{call.name} failed: the storage operation was refused", is_error=True)
+
+    def append(self, messages: list[Message], state: LoopState) -> list[Message]:
+        run = locked_active_run(self.work.session, self.lease)
+        for data in self.finished:
+            self.work.emit(run, "tool.finished", data)
+        return write_messages(self.work, run, messages, state)
+
+
+class RunPersistence:
+    """Implements the loop's port and the middlewares' services for one top-level run."""
+
+    subagent_call_id: uuid.UUID | None = None
+
+    def __init__(self, runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> None:
+        self._runtime = runtime
+        self._lease = lease
+        self._stop = stop
+        self.tenant_id = run.tenant_id
+        self.agent_id = run.agent_id
+        self.run_id = run.id
+        self.agent: dict[str, Any] = dict(run.agent_snapshot)
+
+    def check_active(self) -> None:
+        """Stop between steps when the heartbeat lost the lease or the run left ``running``."""
+        if self._stop.is_set():
+            raise RunStopped("the lease was lost")
+        with self._runtime.db.transaction() as session:
+            row = session.execute(select(Run.state, Run.lease_owner).where(Run.id == self.run_id)).one_or_none()
+        if row is None or row.state != "running" or row.lease_owner != self._lease.owner:
+            raise RunStopped(f"run {self.run_id} is no longer running under this worker")
+
+    def append(self, messages: list[Message], state: LoopState, usage: Usage | None = None) -> list[Message]:
+        """Persist messages and state in one fenced transaction."""
+        with unit_of_work(self._runtime) as work:
+            run = locked_active_run(work.session, self._lease)
+            if usage is not None:
+                run.input_tokens += usage.input_tokens
+                run.output_tokens += usage.output_tokens
+            return write_messages(work, run, messages, state)
+
+    def tool_started(self, call: ToolCall) -> None:
+        """Emit ``tool.started`` before the call runs."""
+        with unit_of_work(self._runtime) as work:
+            run = locked_active_run(work.session, self._lease)
+            work.emit(run, "tool.started", {"tool_call_id": call.id, "tool_name": call.name})
+
+    @contextmanager
+    def batch(self) -> Iterator[_Batch]:
+        """The batch's transaction: tools' file changes and the batch's results commit together or not at all."""
+        with unit_of_work(self._runtime) as work:
+            yield _Batch(work, self._lease, self._files(work.session))
+
+    @contextmanager
+    def files(self) -> Iterator[FileSystem]:
+        """A short transaction over the run's filesystem."""
+        with self._runtime.db.transaction() as session:
+            yield self._files(session)
+
+    def _files(self, session: Session) -> FileSystem:
+        return FileSystem(session, self.tenant_id, self.agent_id, self.run_id)

@@ -1,0 +1,93 @@
+"""The reconciler (beat-scheduled): nothing is left stuck.
+
+- A ``running`` run whose lease expired lost its worker (killed, out of memory, partitioned). It goes back to
+  ``queued`` under a new generation and is enqueued again — unless it already lost workers
+  ``HANGO_MAX_RUN_ATTEMPTS`` times, in which case it fails with that reason.
+- A ``queued`` run that has waited longer than ``HANGO_REQUEUE_AFTER`` may have lost its message (the process died
+  between commit and enqueue, or the broker was flushed); it is enqueued again. The per-generation dedup key keeps
+  this from flooding the queue while a message is still waiting.
+
+Rows are taken with ``FOR UPDATE SKIP LOCKED`` in bounded batches, so reconcilers running at once never fight.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+
+from hango.models import Run
+from hango.run.runtime import Runtime, unit_of_work
+
+log = logging.getLogger(__name__)
+BATCH = 100
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    """What one pass did."""
+
+    requeued: int = 0
+    failed: int = 0
+    reenqueued: int = 0
+
+
+def reconcile(runtime: Runtime) -> ReconcileReport:
+    """One reconciliation pass."""
+    requeued, failed = reclaim_lost_runs(runtime)
+    reenqueued = reenqueue_waiting_runs(runtime)
+    report = ReconcileReport(requeued, failed, reenqueued)
+    if requeued or failed or reenqueued:
+        log.info("reconciled runs", extra={"requeued": requeued, "failed": failed, "reenqueued": reenqueued})
+    return report
+
+
+def reclaim_lost_runs(runtime: Runtime) -> tuple[int, int]:
+    """Requeue or fail ``running`` runs whose lease expired; returns ``(requeued, failed)``."""
+    limit = runtime.settings.max_run_attempts
+    requeued = failed = 0
+    with unit_of_work(runtime) as work:
+        statement = (
+            select(Run)
+            .where(Run.state == "running", Run.lease_expires_at < func.now())
+            .order_by(Run.lease_expires_at)
+            .limit(BATCH)
+            .with_for_update(skip_locked=True)
+        )
+        for run in work.session.scalars(statement):
+            now = datetime.now(UTC)
+            run.attempts += 1
+            run.lease_owner, run.lease_expires_at, run.updated_at = None, None, now
+            if run.attempts >= limit:
+                run.state, run.finished_at = "failed", now
+                run.error = f"the worker running this run was lost {run.attempts} times"
+                work.emit(run, "run.finished", {"state": "failed", "error": run.error})
+                failed += 1
+                continue
+            run.state = "queued"
+            run.queue_generation += 1
+            work.emit(run, "run.queued", {"reason": "worker lost", "attempt": run.attempts + 1})
+            work.enqueue_after_commit(run)
+            requeued += 1
+    return requeued, failed
+
+
+def reenqueue_waiting_runs(runtime: Runtime) -> int:
+    """Enqueue again the ``queued`` runs that have waited too long; returns how many messages were sent."""
+    cutoff = datetime.now(UTC) - runtime.settings.requeue_after
+    with runtime.db.transaction() as session:
+        waiting = session.execute(
+            select(Run.id, Run.queue_generation)
+            .where(Run.state == "queued", Run.updated_at < cutoff)
+            .order_by(Run.updated_at)
+            .limit(BATCH * 5)
+        ).all()
+    sent = 0
+    for run_id, generation in waiting:
+        try:
+            sent += runtime.queue.enqueue(run_id, generation)
+        except Exception:  # the broker may be down; the next pass tries again
+            log.warning("could not re-enqueue run %s", run_id, exc_info=True)
+    return sent

@@ -1,0 +1,108 @@
+"""Run services used by the API: create, read, list, cancel, and read the message and event logs."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from hango.agent.messages import Message, text_block
+from hango.agents import snapshot
+from hango.auth import Principal
+from hango.errors import Conflict, InvalidInput
+from hango.models import TERMINAL_RUN_STATES, Run
+from hango.models import Message as MessageRow
+from hango.pagination import Page, PageRequest
+from hango.run.events import Event
+from hango.run.runtime import Runtime, unit_of_work
+from hango.store import agents as agent_store
+from hango.store import events as event_store
+from hango.store import messages as message_store
+from hango.store import runs as run_store
+from hango.store.messages import insert_message, message_json
+
+CANCELLABLE = ("queued", "running")
+
+
+def input_messages(text: str | None, messages: list[dict[str, Any]] | None) -> list[Message]:
+    """The conversation a run starts from: ``input`` text, or ``messages`` ending with the user's turn."""
+    if (text is None) == (messages is None):
+        raise InvalidInput.field("input", "give either input or messages, not both or neither")
+    if text is not None:
+        return [Message(role="user", content=[text_block(text)])]
+    assert messages is not None
+    converted = [
+        Message(
+            role=item["role"],
+            content=[text_block(item["content"])] if isinstance(item["content"], str) else item["content"],
+        )
+        for item in messages
+    ]
+    if not converted or converted[-1].role != "user":
+        raise InvalidInput.field("messages", "must end with a user message")
+    return converted
+
+
+def create_run(runtime: Runtime, principal: Principal, agent_id: uuid.UUID, messages: list[Message]) -> Run:
+    """Snapshot the agent, store the run ``queued`` with its input, and enqueue it after commit."""
+    with unit_of_work(runtime) as work:
+        agent = agent_store.get_agent(work.session, principal.tenant_id, agent_id)
+        run = Run(
+            id=uuid.uuid4(),
+            tenant_id=principal.tenant_id,
+            agent_id=agent.id,
+            agent_snapshot=snapshot(agent),
+            created_by=principal.user_id,
+            state="queued",
+            queue_generation=1,
+            state_json={},
+        )
+        work.session.add(run)
+        work.session.flush()
+        work.emit(run, "run.queued", {"reason": "created"})
+        for message in messages:
+            row = insert_message(work.session, run, message, None)
+            work.emit(run, "message.created", message_json(row))
+        work.enqueue_after_commit(run)
+    return run
+
+
+def cancel_run(runtime: Runtime, principal: Principal, run_id: uuid.UUID) -> Run:
+    """Cancel a run that has not finished; a running loop notices at its next step."""
+    with unit_of_work(runtime) as work:
+        run = run_store.get_run(work.session, principal, run_id, for_update=True)
+        if run.state in TERMINAL_RUN_STATES or run.state not in CANCELLABLE:
+            raise Conflict(f"run {run.id} is already {run.state}")
+        now = datetime.now(UTC)
+        run.state, run.finished_at, run.updated_at = "cancelled", now, now
+        run.lease_owner, run.lease_expires_at = None, None
+        work.emit(run, "run.finished", {"state": "cancelled", "error": None})
+    return run
+
+
+def get_run(runtime: Runtime, principal: Principal, run_id: uuid.UUID) -> Run:
+    """A run visible to the caller."""
+    with runtime.db.transaction() as session:
+        return run_store.get_run(session, principal, run_id)
+
+
+def list_runs(runtime: Runtime, principal: Principal, page: PageRequest, state: str | None) -> Page[Run]:
+    """Visible runs, newest first."""
+    with runtime.db.transaction() as session:
+        return run_store.list_runs(session, principal, page, state)
+
+
+def list_messages(runtime: Runtime, principal: Principal, run_id: uuid.UUID, page: PageRequest) -> Page[MessageRow]:
+    """A visible run's messages by ``seq``."""
+    with runtime.db.transaction() as session:
+        return message_store.list_messages(session, principal, run_id, page)
+
+
+def events_after(
+    runtime: Runtime, principal: Principal, run_id: uuid.UUID, after: int, limit: int = 500
+) -> tuple[list[Event], str]:
+    """A visible run's events after ``after``, and the run's current state, read together."""
+    with runtime.db.transaction() as session:
+        run = run_store.get_run(session, principal, run_id)
+        rows = event_store.list_events_after(session, principal, run_id, after, limit)
+        return [Event.from_row(row) for row in rows], run.state

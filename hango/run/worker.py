@@ -1,0 +1,148 @@
+"""Executing one run on a worker: claim, heartbeat, drive the loop, finish. Holds nothing once it returns."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Literal
+
+from sqlalchemy import func, select, update
+
+from hango.agent.loop import AgentLoop, LoopConfig, RunStopped
+from hango.agent.middleware.stack import default_chain
+from hango.agent.models.factory import build_model
+from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, load_private
+from hango.models import Run
+from hango.run.persistence import Lease, RunPersistence, locked_active_run
+from hango.run.runtime import Runtime, unit_of_work
+from hango.store.messages import loop_history
+
+log = logging.getLogger(__name__)
+Execution = Literal["skipped", "finished", "stopped", "suspended"]
+
+
+def worker_identity() -> str:
+    """A lease owner name unique to this process and execution."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def claim_run(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Run | None:
+    """Move the run ``queued → running`` under a fresh lease; ``None`` when it is not queued (a duplicate)."""
+    lease = runtime.settings.run_lease
+    with unit_of_work(runtime) as work:
+        run = work.session.scalar(select(Run).where(Run.id == run_id, Run.state == "queued").with_for_update())
+        if run is None:
+            return None
+        first = run.started_at is None
+        now = datetime.now(UTC)
+        run.state = "running"
+        run.lease_owner = owner
+        run.lease_expires_at = now + lease
+        run.started_at = run.started_at or now
+        run.updated_at = now
+        work.emit(run, "run.started", {"attempt": run.attempts + 1, "first": first})
+    return run
+
+
+def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -> Execution:
+    """Claim and drive a run until it finishes, suspends or stops; a duplicate delivery does nothing."""
+    owner = owner or worker_identity()
+    run = claim_run(runtime, run_id, owner)
+    if run is None:
+        log.info("run not claimable; skipping", extra={"run_id": str(run_id)})
+        return "skipped"
+    lease = Lease(run.id, owner)
+    stop = threading.Event()
+    log.info("run claimed", extra={"run_id": str(run.id), "tenant_id": str(run.tenant_id)})
+    with _heartbeat(runtime, lease, stop):
+        try:
+            outcome = _drive(runtime, run, lease, stop)
+        except RunStopped:
+            log.info("run stopped (cancelled or lease lost)", extra={"run_id": str(run.id)})
+            return "stopped"
+        except Exception as exc:  # the worker boundary: record why the run failed, then keep serving
+            log.exception("run failed unexpectedly", extra={"run_id": str(run.id)})
+            outcome = Failed(f"internal error: {type(exc).__name__}: {exc}")
+    return _finish(runtime, lease, outcome)
+
+
+def _drive(runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> Outcome:
+    snapshot = run.agent_snapshot
+    with runtime.db.transaction() as session:
+        history = loop_history(session, run.id, None)
+    state = LoopState(messages=history, private=load_private(run.state_json))
+    persistence = RunPersistence(runtime, run, lease, stop)
+    loop = AgentLoop(
+        LoopConfig(
+            system_prompt=snapshot.get("system_prompt", ""),
+            tool_names=tuple(snapshot.get("tools", [])),
+            max_turns=int(snapshot.get("max_turns", 50)),
+            max_tokens=snapshot.get("max_tokens"),
+        ),
+        build_model(snapshot["model"], runtime.settings, scope=str(run.id)),
+        default_chain(snapshot.get("tools", [])),
+        runtime.tools,
+        persistence,
+        persistence,
+    )
+    return loop.run(state)
+
+
+def _finish(runtime: Runtime, lease: Lease, outcome: Outcome) -> Execution:
+    if isinstance(outcome, Cancelled):
+        return "stopped"
+    if isinstance(outcome, AwaitingApproval):
+        raise NotImplementedError("suspension arrives with human-in-the-loop")
+    state, error = ("succeeded", None) if isinstance(outcome, Done) else ("failed", outcome.error)
+    try:
+        with unit_of_work(runtime) as work:
+            run = locked_active_run(work.session, lease)
+            now = datetime.now(UTC)
+            run.state, run.error, run.finished_at, run.updated_at = state, error, now, now
+            run.lease_owner, run.lease_expires_at = None, None
+            work.emit(run, "run.finished", {"state": state, "error": error})
+    except RunStopped:
+        return "stopped"
+    log.info("run finished", extra={"run_id": str(lease.run_id), "state": state, "error": error})
+    return "finished"
+
+
+@contextmanager
+def _heartbeat(runtime: Runtime, lease: Lease, stop: threading.Event) -> Iterator[None]:
+    """Extend the lease every interval; when it cannot (the run was taken away), set ``stop``."""
+    done = threading.Event()
+    interval = runtime.settings.run_heartbeat_interval.total_seconds()
+
+    def beat() -> None:
+        while not done.wait(interval):
+            try:
+                if not _extend_lease(runtime, lease):
+                    stop.set()
+                    return
+            except Exception:  # a missed beat is survivable; the next one may succeed before the lease ends
+                log.warning("heartbeat failed", extra={"run_id": str(lease.run_id)}, exc_info=True)
+
+    thread = threading.Thread(target=beat, name=f"heartbeat-{lease.run_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def _extend_lease(runtime: Runtime, lease: Lease) -> bool:
+    with runtime.db.transaction() as session:
+        extended = session.execute(
+            update(Run)
+            .where(Run.id == lease.run_id, Run.state == "running", Run.lease_owner == lease.owner)
+            .values(lease_expires_at=func.now() + runtime.settings.run_lease)
+            .returning(Run.id)
+        ).first()
+    return extended is not None

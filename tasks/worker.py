@@ -1,0 +1,90 @@
+"""The Celery edge: the run and reconcile tasks, and the worker and beat entry points.
+
+Tasks take ids, re-read the truth and are idempotent: the run task's first act is the conditional claim, so a
+duplicate or redelivered message does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import uuid
+
+from celery import Celery
+from celery.signals import worker_process_init
+
+from hango.config import Settings
+from hango.queue import RECONCILE_TASK, RUN_TASK, make_celery, task_options
+from hango.run.reconciler import reconcile
+from hango.run.runtime import Runtime
+from hango.run.worker import execute_run
+
+log = logging.getLogger(__name__)
+
+
+class _Process:
+    """The runtime of this worker process, built lazily so that each forked pool child opens its own pool."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._runtime: Runtime | None = None
+
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            self._runtime = Runtime.build(self.settings)
+        return self._runtime
+
+    def reset(self) -> None:
+        self._runtime = None
+
+
+def create_worker_app(settings: Settings) -> Celery:
+    """The Celery app with hango's tasks registered."""
+    app = make_celery(settings)
+    process = _Process(settings)
+    options = task_options(settings)
+
+    @app.task(name=RUN_TASK, **options)  # type: ignore[untyped-decorator]
+    def run(run_id: str) -> str:
+        """Drive one run until it finishes, suspends or stops."""
+        return execute_run(process.runtime(), uuid.UUID(run_id))
+
+    @app.task(name=RECONCILE_TASK, **options)  # type: ignore[untyped-decorator]
+    def reconcile_runs() -> dict[str, int]:
+        """Requeue runs whose worker was lost and re-enqueue runs left waiting."""
+        report = reconcile(process.runtime())
+        return {"requeued": report.requeued, "failed": report.failed, "reenqueued": report.reenqueued}
+
+    @worker_process_init.connect(weak=False)  # type: ignore[untyped-decorator]
+    def _after_fork(**_: object) -> None:
+        process.reset()
+
+    return app
+
+
+def run_worker(settings: Settings, concurrency: int, *, beat: bool = False) -> None:
+    """``hango worker``: a Celery worker on hango's queue, in the foreground until SIGTERM."""
+    argv = [
+        "worker",
+        f"--concurrency={concurrency}",
+        f"--queues={settings.queue}",
+        f"--loglevel={settings.log_level}",
+        f"--hostname=hango-{uuid.uuid4().hex[:8]}@%h",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    if beat:
+        argv += ["--beat", f"--schedule={_schedule_file(settings)}"]
+    create_worker_app(settings).worker_main(argv)
+
+
+def run_beat(settings: Settings) -> None:
+    """``hango beat``: the periodic scheduler (reconciler, and later the approval sweeper)."""
+    app = create_worker_app(settings)
+    app.start(["beat", f"--loglevel={settings.log_level}", f"--schedule={_schedule_file(settings)}"])
+
+
+def _schedule_file(settings: Settings) -> str:
+    # Beat keeps only its last-run times here; losing the file merely runs each job once more.
+    return os.path.join(tempfile.gettempdir(), f"hango-beat-{settings.queue}-{os.getuid()}")
