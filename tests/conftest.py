@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -58,5 +59,18 @@ def db(database_url: str) -> Iterator[Database]:
 
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
-    """Settings pointing at the test database and the local Redis, with a small body limit."""
-    return Settings(database_url=database_url, redis_url=REDIS_URL, max_body_bytes=64 * 1024)
+    """Settings for the test database, the local Redis, a queue of this session's own, and short timings."""
+    return Settings(
+        database_url=database_url,
+        redis_url=REDIS_URL,
+        max_body_bytes=64 * 1024,
+        queue=f"hango-test-{uuid.uuid4().hex[:10]}",
+        tool_modules=("tests.support.tools",),
+        run_lease=timedelta(seconds=3),
+        run_heartbeat_interval=timedelta(seconds=0.5),
+        reconcile_interval=timedelta(seconds=1),
+        requeue_after=timedelta(seconds=2),
+        enqueue_dedup_ttl=timedelta(seconds=2),
+        sse_keepalive=timedelta(seconds=1),
+        model_retry_base_delay=timedelta(seconds=0.01),
+    )

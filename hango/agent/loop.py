@@ -10,10 +10,10 @@ in the same transaction as the batch's filesystem changes, after the whole batch
 from __future__ import annotations
 
 import logging
-from functools import partial
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage

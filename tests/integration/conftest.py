@@ -88,3 +88,57 @@ def tenant(make_tenant: Any) -> TenantFixture:
     """One fresh tenant."""
     fixture: TenantFixture = make_tenant()
     return fixture
+
+
+@pytest.fixture(scope="session")
+def worker_process(settings: Settings) -> Any:
+    """A real ``hango worker --beat`` on this session's queue, for every test that runs agents."""
+    from tests.support.processes import worker
+
+    with worker(settings, concurrency=2, beat=True, name="session") as process:
+        yield process
+
+
+def create_agent(client: FlaskClient, person: Person, script: list[dict[str, Any]], **config: Any) -> str:
+    """Create a scripted agent through the API and return its id."""
+    body = {
+        "name": config.pop("name", f"agent-{uuid.uuid4().hex[:8]}"),
+        "model": {"provider": "scripted", "script": script},
+        "tools": config.pop("tools", ["ls", "read_file", "write_file", "edit_file", "glob", "grep", "count", "sleep"]),
+        **config,
+    }
+    response = client.post("/v1/agents", json=body, headers=person.headers)
+    assert response.status_code == 201, response.json
+    agent_id: str = response.json["id"]
+    return agent_id
+
+
+def start_run(client: FlaskClient, person: Person, agent_id: str, text: str = "go") -> str:
+    """Start a run through the API and return its id."""
+    response = client.post("/v1/runs", json={"agent_id": agent_id, "input": text}, headers=person.headers)
+    assert response.status_code == 202, response.json
+    assert response.json["state"] == "queued"
+    run_id: str = response.json["id"]
+    return run_id
+
+
+def wait_for_state(
+    client: FlaskClient, person: Person, run_id: str, states: set[str], timeout: float = 30
+) -> dict[str, Any]:
+    """Poll the run until it is in one of ``states``."""
+    from tests.support.processes import wait_until
+
+    def reached() -> dict[str, Any] | None:
+        run: dict[str, Any] = client.get(f"/v1/runs/{run_id}", headers=person.headers).json
+        return run if run["state"] in states else None
+
+    result: dict[str, Any] = wait_until(reached, timeout=timeout)
+    return result
+
+
+def messages_of(client: FlaskClient, person: Person, run_id: str) -> list[dict[str, Any]]:
+    """Every message of a run."""
+    response = client.get(f"/v1/runs/{run_id}/messages?limit=200", headers=person.headers)
+    assert response.status_code == 200, response.json
+    items: list[dict[str, Any]] = response.json["items"]
+    return items

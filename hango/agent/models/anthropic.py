@@ -101,7 +101,7 @@ def _wire_block(block: Block) -> ContentBlockParam:
             "type": "tool_result",
             "tool_use_id": block["tool_use_id"],
             "content": block["content"],
-            "is_error": False,
+            "is_error": bool(block.get("is_error")),
         }
     raise PermanentModelError(f"a {kind!r} content block cannot be sent to Anthropic")
 

@@ -1,0 +1,135 @@
+"""Real hango processes for tests: workers and API servers started as a user would, and stopped after."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+from hango.config import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+HANGO = [sys.executable, "-m", "hango"]
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The environment a hango process needs to run with exactly these settings."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("HANGO_")}
+    for name, value in vars(settings).items():
+        if value is None:
+            continue
+        if isinstance(value, timedelta):
+            text = f"{value.total_seconds()}"
+        elif isinstance(value, tuple):
+            text = ",".join(value)
+        else:
+            text = str(value)
+        env[f"HANGO_{name.upper()}"] = text
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    return env
+
+
+def log_path(log_name: str) -> Path:
+    """Where a test process writes its output."""
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"{log_name}.log"
+
+
+def start(args: list[str], settings: Settings, log_name: str) -> subprocess.Popen[bytes]:
+    """Start ``hango ARGS`` in its own process group, logging to :func:`log_path`."""
+    log = open(log_path(log_name), "wb")  # noqa: SIM115 (owned by the child)
+    return subprocess.Popen(
+        [*HANGO, *args], env=settings_env(settings), cwd=ROOT, stdout=log, stderr=log, start_new_session=True
+    )
+
+
+def logged(log_name: str, *needles: str) -> bool:
+    """Whether one line of a process's log holds every needle."""
+    path = log_path(log_name)
+    if not path.exists():
+        return False
+    return any(all(needle in line for needle in needles) for line in path.read_text(errors="replace").splitlines())
+
+
+def stop(process: subprocess.Popen[bytes], *, kill: bool = False, timeout: float = 30) -> int:
+    """Stop a process group: SIGTERM (a clean stop) or SIGKILL (a crash); returns the exit code."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL if kill else signal.SIGTERM)
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        return process.wait(timeout=timeout)
+
+
+def worker_log_name(settings: Settings, name: str) -> str:
+    """The log name of a worker started by :func:`worker`."""
+    return f"hango-test-{name}-{settings.queue}"
+
+
+@contextmanager
+def worker(
+    settings: Settings, *, concurrency: int = 2, beat: bool = True, name: str = "worker"
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A ``hango worker`` process for the duration of the block."""
+    args = ["worker", "--concurrency", str(concurrency)] + (["--beat"] if beat else [])
+    process = start(args, settings, worker_log_name(settings, name))
+    try:
+        yield process
+    finally:
+        stop(process)
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextmanager
+def api_server(settings: Settings) -> Iterator[str]:
+    """A ``hango api`` server; yields its base URL once it is healthy."""
+    port = free_port()
+    process = start(
+        ["api", "--port", str(port), "--workers", "1", "--threads", "32"], settings, f"hango-test-api-{port}"
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _healthy(base) or _died(process), timeout=30)
+        assert process.poll() is None, "the API server exited at start"
+        yield base
+    finally:
+        stop(process)
+
+
+def _healthy(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:  # noqa: S310 (loopback)
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _died(process: subprocess.Popen[bytes]) -> bool:
+    return process.poll() is not None
+
+
+def wait_until(condition, timeout: float = 30, interval: float = 0.05):  # type: ignore[no-untyped-def]
+    """Poll ``condition`` until it returns something truthy, or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)

@@ -1,0 +1,69 @@
+"""Tools for tests, loaded by workers through ``HANGO_TOOL_MODULES=tests.support.tools``.
+
+``count`` records every execution in Redis so a test can prove a call ran exactly once (or never); ``sleep``
+holds a batch open long enough to kill or cancel a worker in the middle of it; ``explode`` is a buggy tool.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import redis
+
+from hango.agent.tools.base import Tool, ToolContext
+
+REDIS_URL = os.environ.get("HANGO_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def counter_key(key: str) -> str:
+    """The Redis key counting executions of ``count`` with this ``key`` argument."""
+    return f"hango:test:count:{key}"
+
+
+def executions(key: str) -> int:
+    """How many times ``count`` ran with this key."""
+    value = redis.Redis.from_url(REDIS_URL).get(counter_key(key))
+    return int(value or 0)
+
+
+def _count(context: ToolContext, args: dict[str, Any]) -> str:
+    total = redis.Redis.from_url(REDIS_URL).incr(counter_key(args["key"]))
+    return f"counted {args['key']} ({total})"
+
+
+def _sleep(context: ToolContext, args: dict[str, Any]) -> str:
+    time.sleep(float(args["seconds"]))
+    return f"slept {args['seconds']}s"
+
+
+def _explode(context: ToolContext, args: dict[str, Any]) -> str:
+    raise RuntimeError("the tool has a bug")
+
+
+TOOLS = [
+    Tool(
+        "count",
+        "Count an execution under a key.",
+        {
+            "type": "object",
+            "properties": {"key": {"type": "string", "minLength": 1}},
+            "required": ["key"],
+            "additionalProperties": False,
+        },
+        _count,
+    ),
+    Tool(
+        "sleep",
+        "Sleep for a number of seconds.",
+        {
+            "type": "object",
+            "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 60}},
+            "required": ["seconds"],
+            "additionalProperties": False,
+        },
+        _sleep,
+    ),
+    Tool("explode", "Always fails.", {"type": "object", "additionalProperties": False}, _explode),
+]
