@@ -100,7 +100,8 @@ def test_tool_failures_become_error_results_and_the_run_goes_on(client: FlaskCli
     assert [r["tool_use_id"] for r in results] == ["bad-args", "unknown", "not-allowed", "missing"]
     assert all(r["is_error"] for r in results)
     assert "content" in results[0]["content"]
-    assert "not available" in results[1]["content"] and "not available" in results[2]["content"]
+    assert "not available" in results[1]["content"]
+    assert "not available" in results[2]["content"]
     assert "not found" in results[3]["content"]
 
 
@@ -148,7 +149,8 @@ def test_memories_persist_across_runs_and_scratch_does_not(client: FlaskClient, 
     second = start_run(client, tenant.owner, agent_id)
     assert wait_for_state(client, tenant.owner, second, {"succeeded", "failed"})["state"] == "succeeded"
     memory, scratch = messages_of(client, tenant.owner, second)[2]["content"]
-    assert "remember me" in memory["content"] and not memory["is_error"]
+    assert "remember me" in memory["content"]
+    assert not memory["is_error"]
     assert scratch["is_error"]
 
 

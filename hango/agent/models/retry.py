@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from hango.agent.messages import AssistantTurn
-from hango.agent.models.base import Model, ModelRequest, TransientModelError
+from hango.agent.models.base import Model, ModelRequest, PermanentModelError, TransientModelError
 
 logger = logging.getLogger(__name__)
 
@@ -90,10 +90,10 @@ class RetryingModel:
                 self._sleep(delay)
         try:
             return self._inner.complete(request)
-        except TransientModelError:
-            raise
+        except TransientModelError as error:
+            raise PermanentModelError(f"model unavailable after {self._attempts} attempts: {error}") from error
 
     def backoff(self, attempt: int) -> float:
         """The pause after failed attempt number ``attempt`` (from 1): uniform up to the capped exponential."""
-        ceiling = min(self._max_delay, self._base_delay * 2 ** (attempt - 1))
+        ceiling = min(self._max_delay, self._base_delay * 2**attempt)
         return self._rng.uniform(0, ceiling)
