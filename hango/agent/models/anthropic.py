@@ -5,7 +5,8 @@ The SDK is imported when a model is built, never when this module is, so that ha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from hango.agent.messages import AssistantTurn, Block, Message, ToolCall, Usage
 from hango.agent.models.base import ModelError, ModelRequest, PermanentModelError, ToolSpec, TransientModelError
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from anthropic.types import ContentBlockParam, MessageParam, ToolParam
     from anthropic.types import Message as WireMessage
 
+# A proxy's HTML error page can be long; the start of it says enough.
+MESSAGE_LIMIT = 500
 INSTALL_HINT = "the anthropic provider needs `pip install hango[anthropic]`"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
@@ -48,8 +51,8 @@ class AnthropicModel:
             import anthropic
         except ImportError as error:
             raise PermanentModelError(INSTALL_HINT) from error
-        # Without these the SDK would fall back to ANTHROPIC_* variables and credential files, and hango's
-        # credentials must come from its settings alone.
+        # The key and the base URL are always passed: left out, the SDK would fall back to ANTHROPIC_* variables
+        # and credential files, and hango's credentials and endpoints come from its settings alone.
         if not api_key:
             raise PermanentModelError("the anthropic provider has no API key: set HANGO_ANTHROPIC_API_KEY")
         self.name = name
@@ -72,13 +75,25 @@ class AnthropicModel:
             response = self._client.messages.create(
                 model=self.name,
                 max_tokens=self._max_tokens if request.max_tokens is None else request.max_tokens,
-                system=request.system or anthropic.omit,
                 messages=[_wire_message(message) for message in request.messages],
-                tools=[_wire_tool(tool) for tool in request.tools] or anthropic.omit,
+                **_optional_fields(request),
             )
         except anthropic.APIError as error:
             raise _model_error(error) from error
         return _assistant_turn(response)
+
+
+def _optional_fields(request: ModelRequest) -> dict[str, Any]:
+    """The system prompt and tools, left out rather than sent empty.
+
+    They are keywords rather than the SDK's ``omit`` sentinel, which the older SDK releases hango accepts lack.
+    """
+    fields: dict[str, Any] = {}
+    if request.system:
+        fields["system"] = request.system
+    if request.tools:
+        fields["tools"] = [_wire_tool(tool) for tool in request.tools]
+    return fields
 
 
 def _wire_message(message: Message) -> MessageParam:
@@ -132,8 +147,18 @@ def _model_error(error: anthropic.APIError) -> ModelError:
         cause = f" ({error.__cause__})" if error.__cause__ else ""
         return TransientModelError(f"Anthropic API unreachable: {error.message}{cause}")
     if isinstance(error, anthropic.APIStatusError):
-        message = f"Anthropic API returned HTTP {error.status_code}: {error.api_message or error.message}"
+        message = f"Anthropic API returned HTTP {error.status_code}: {_provider_message(error)}"
         if is_transient_status(error.status_code):
             return TransientModelError(message)
         return PermanentModelError(message)
     return PermanentModelError(f"Anthropic API sent an unusable answer: {error.message}")
+
+
+def _provider_message(error: anthropic.APIStatusError) -> str:
+    """The provider's explanation: ``error.message`` of the body, which SDK releases keep whole or unwrapped."""
+    body = error.body
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
+    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
+        return str(body["message"])[:MESSAGE_LIMIT]
+    return error.message[:MESSAGE_LIMIT]

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     )
     from openai.types.chat.chat_completion_message_tool_call import ChatCompletionMessageToolCallUnion
 
+# A proxy's HTML error page can be long; the start of it says enough.
+MESSAGE_LIMIT = 500
 INSTALL_HINT = "the openai provider needs `pip install hango[openai]`"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -62,8 +64,8 @@ class OpenAIModel:
             import openai
         except ImportError as error:
             raise PermanentModelError(INSTALL_HINT) from error
-        # Without these the SDK would fall back to OPENAI_* variables, and hango's credentials and endpoints must
-        # come from its settings alone.
+        # The key and the base URL are always passed: left out, the SDK would fall back to OPENAI_* variables, and
+        # hango's credentials and endpoints come from its settings alone.
         if not api_key:
             raise PermanentModelError(
                 "the openai provider has no API key: set HANGO_OPENAI_API_KEY (any text for a server without keys)"
@@ -90,12 +92,19 @@ class OpenAIModel:
                 # ``max_tokens`` rather than ``max_completion_tokens``: compatible servers all know the former.
                 max_tokens=self._max_tokens if request.max_tokens is None else request.max_tokens,
                 messages=_wire_messages(request),
-                # OpenAI rejects an empty ``tools`` list, so none is sent when no tool is on offer.
-                tools=[_wire_tool(tool) for tool in request.tools] or openai.omit,
+                **_optional_fields(request),
             )
         except openai.APIError as error:
             raise _model_error(error) from error
         return _assistant_turn(response)
+
+
+def _optional_fields(request: ModelRequest) -> dict[str, Any]:
+    """The tools, left out when there are none: OpenAI rejects an empty list.
+
+    A keyword rather than the SDK's ``omit`` sentinel, which the older SDK releases hango accepts lack.
+    """
+    return {"tools": [_wire_tool(tool) for tool in request.tools]} if request.tools else {}
 
 
 def _wire_messages(request: ModelRequest) -> list[ChatCompletionMessageParam]:
@@ -203,10 +212,12 @@ def _model_error(error: openai.APIError) -> ModelError:
 
 
 def _provider_message(error: openai.APIStatusError) -> str:
-    """The provider's own explanation: the SDK keeps the ``error`` object of the body, or the raw text."""
+    """The provider's explanation: ``error.message`` of the body, which the SDK unwraps, or the raw text."""
     body = error.body
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
     if isinstance(body, Mapping) and isinstance(body.get("message"), str):
-        return str(body["message"])
+        return str(body["message"])[:MESSAGE_LIMIT]
     if isinstance(body, str) and body:
-        return body
-    return error.message
+        return body[:MESSAGE_LIMIT]
+    return error.message[:MESSAGE_LIMIT]

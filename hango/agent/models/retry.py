@@ -95,5 +95,5 @@ class RetryingModel:
 
     def backoff(self, attempt: int) -> float:
         """The pause after failed attempt number ``attempt`` (from 1): uniform up to the capped exponential."""
-        ceiling = min(self._max_delay, self._base_delay * 2**attempt)
+        ceiling = min(self._max_delay, self._base_delay * 2 ** (attempt - 1))
         return self._rng.uniform(0, ceiling)
