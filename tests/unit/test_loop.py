@@ -1,0 +1,141 @@
+"""The resumable loop against in-memory persistence: outcomes, persistence order, resume after a crash."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hango.agent.loop import AgentLoop, LoopConfig, RunStopped
+from hango.agent.messages import Message, text_block
+from hango.agent.middleware.stack import default_chain
+from hango.agent.models.base import PermanentModelError
+from hango.agent.models.scripted import EXHAUSTED_TEXT, ScriptedModel, generated_call_id
+from hango.agent.state import STATE_VERSION, Done, Failed, LoopState, StateVersionError, load_private
+from hango.agent.tools.base import Tool, ToolRegistry
+from tests.unit.fakes import MemoryPort
+
+CALLS: list[str] = []
+
+
+def _echo(context: Any, args: dict[str, Any]) -> str:
+    CALLS.append(args["text"])
+    return args["text"].upper()
+
+
+ECHO = Tool(
+    "echo",
+    "Echo text.",
+    {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": False},
+    _echo,
+)
+
+
+def _loop(script: list[dict[str, Any]], port: MemoryPort, max_turns: int = 10) -> AgentLoop:
+    registry = ToolRegistry([ECHO])
+    config = LoopConfig(system_prompt="sys", tool_names=("echo",), max_turns=max_turns)
+    return AgentLoop(config, ScriptedModel(script, "run-1"), default_chain(["echo"]), registry, port, port)
+
+
+def _start() -> LoopState:
+    return LoopState([Message("user", [text_block("go")], seq=1)])
+
+
+def test_a_loop_persists_each_turn_and_each_batch_then_is_done() -> None:
+    CALLS.clear()
+    port = MemoryPort()
+    script = [
+        {"text": "a", "tool_calls": [{"name": "echo", "args": {"text": "x"}}, {"name": "echo", "args": {"text": "y"}}]},
+        {"text": "b"},
+    ]
+    outcome = _loop(script, port).run(_start())
+    assert outcome == Done("b")
+    assert [m.role for m in port.stored] == ["assistant", "tool", "assistant"]
+    assert [block["content"] for block in port.stored[1].content] == ["X", "Y"]
+    assert CALLS == ["x", "y"]
+    assert port.started == [generated_call_id("run-1", 0, 0), generated_call_id("run-1", 0, 1)]
+
+
+def test_invalid_arguments_become_an_error_result_without_running_the_tool() -> None:
+    CALLS.clear()
+    port = MemoryPort()
+    _loop([{"tool_calls": [{"name": "echo", "args": {"text": 5}}]}], port).run(_start())
+    [result] = port.stored[1].content
+    assert result["is_error"]
+    assert "invalid arguments for echo" in result["content"]
+    assert CALLS == []
+
+
+def test_max_turns_is_enforced() -> None:
+    port = MemoryPort()
+    outcome = _loop([{"tool_calls": [{"name": "echo", "args": {"text": "x"}}]}] * 9, port, max_turns=3).run(_start())
+    assert outcome == Failed("the run reached its limit of 3 turns")
+    assert sum(m.role == "assistant" for m in port.stored) == 3
+
+
+def test_a_stopped_run_ends_without_further_writes() -> None:
+    port = MemoryPort(stop_after=1)
+    with pytest.raises(RunStopped, match="stopped by the test"):
+        _loop([{"tool_calls": [{"name": "echo", "args": {"text": "x"}}]}, {"text": "b"}], port).run(_start())
+    assert [m.role for m in port.stored] == ["assistant"]
+
+
+def test_resuming_after_a_crash_repairs_then_continues_without_rerunning_completed_calls() -> None:
+    CALLS.clear()
+    script = [
+        {"tool_calls": [{"id": "done-call", "name": "echo", "args": {"text": "first"}}]},
+        {"tool_calls": [{"id": "lost-call", "name": "echo", "args": {"text": "second"}}]},
+        {"text": "finished"},
+    ]
+    history = [
+        Message("user", [text_block("go")], seq=1),
+        Message(
+            "assistant", [{"type": "tool_use", "id": "done-call", "name": "echo", "input": {"text": "first"}}], seq=2
+        ),
+        Message(
+            "tool", [{"type": "tool_result", "tool_use_id": "done-call", "content": "FIRST", "is_error": False}], seq=3
+        ),
+        Message(
+            "assistant", [{"type": "tool_use", "id": "lost-call", "name": "echo", "input": {"text": "second"}}], seq=4
+        ),
+    ]
+    port = MemoryPort()
+    outcome = _loop(script, port).run(LoopState(history))
+    assert outcome == Done("finished")
+    assert CALLS == []
+    repair, final = port.stored
+    assert repair.content[0]["tool_use_id"] == "lost-call"
+    assert repair.content[0]["content"] == "tool call interrupted"
+    assert final.role == "assistant"
+
+
+def test_a_permanent_model_error_fails_the_run_with_its_message() -> None:
+    class Broken:
+        def complete(self, request: Any) -> Any:
+            raise PermanentModelError("anthropic: 401 invalid x-api-key")
+
+    port = MemoryPort()
+    loop = AgentLoop(LoopConfig("", (), 5), Broken(), default_chain([]), ToolRegistry(), port, port)
+    assert loop.run(_start()) == Failed("anthropic: 401 invalid x-api-key")
+
+
+def test_the_scripted_model_plays_by_persisted_turn_and_then_says_done() -> None:
+    model = ScriptedModel(
+        [{"text": "one"}, {"text": "two", "tool_calls": [{"id": "given", "name": "echo", "args": {}}]}], "s"
+    )
+    from hango.agent.models.base import ModelRequest
+
+    history: list[Message] = [Message("user", [text_block("go")])]
+    assert model.complete(ModelRequest("", history)).text == "one"
+    history.append(Message("assistant", [text_block("one")]))
+    second = model.complete(ModelRequest("", history))
+    assert (second.text, [c.id for c in second.tool_calls]) == ("two", ["given"])
+    history.append(Message("assistant", [text_block("two")]))
+    assert model.complete(ModelRequest("", history)).text == EXHAUSTED_TEXT
+
+
+def test_persisted_state_has_a_schema_version_and_newer_ones_are_refused() -> None:
+    assert load_private({"version": STATE_VERSION, "private": {"k": 1}}) == {"k": 1}
+    assert load_private({}) == {}
+    with pytest.raises(StateVersionError, match="schema version 99"):
+        load_private({"version": 99, "private": {}})
