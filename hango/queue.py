@@ -18,6 +18,7 @@ from hango.config import Settings
 log = logging.getLogger(__name__)
 RUN_TASK = "hango.run"
 RECONCILE_TASK = "hango.reconcile"
+PING_TASK = "hango.ping"
 
 
 def make_celery(settings: Settings) -> Celery:

@@ -15,7 +15,7 @@ from celery import Celery
 from celery.signals import worker_process_init
 
 from hango.config import Settings
-from hango.queue import RECONCILE_TASK, RUN_TASK, make_celery, task_options
+from hango.queue import PING_TASK, RECONCILE_TASK, RUN_TASK, make_celery, task_options
 from hango.run.reconciler import reconcile
 from hango.run.runtime import Runtime
 from hango.run.worker import execute_run
@@ -55,6 +55,13 @@ def create_worker_app(settings: Settings) -> Celery:
         """Requeue runs whose worker was lost and re-enqueue runs left waiting."""
         report = reconcile(process.runtime())
         return {"requeued": report.requeued, "failed": report.failed, "reenqueued": report.reenqueued}
+
+    @app.task(name=PING_TASK, **options)  # type: ignore[untyped-decorator]
+    def ping(reply_to: str | None = None) -> str:
+        """A no-op round trip (health checks, and the baseline of the benchmarks); answers on a Redis list."""
+        if reply_to:
+            process.runtime().redis.lpush(reply_to, "pong")
+        return "pong"
 
     @worker_process_init.connect(weak=False)  # type: ignore[untyped-decorator]
     def _after_fork(**_: object) -> None:
