@@ -13,6 +13,7 @@ from api.parsing import Blueprint
 from api.schemas import ListArgs, list_of, page_request
 from hango import agents
 from hango.agent.config import AgentConfig
+from hango.agent.interrupts import effective_config
 from hango.models import Agent as AgentRow
 from hango.pagination import Page
 
@@ -21,9 +22,15 @@ blp = Blueprint("agents", __name__, url_prefix="/v1", description="Agent definit
 
 class Agent(AgentConfig):
     id = fields.UUID(required=True)
+    effective_interrupt_on = fields.Method(
+        "_effective", metadata={"description": "every interrupt rule after merging the defaults, true expanded"}
+    )
     created_by = fields.UUID(required=True)
     created_at = fields.DateTime(required=True)
     updated_at = fields.DateTime(required=True)
+
+    def _effective(self, agent: AgentRow) -> dict[str, Any]:
+        return effective_config(agent.interrupt_on)
 
 
 AgentList = list_of(Agent, "AgentList")
@@ -31,6 +38,8 @@ AgentList = list_of(Agent, "AgentList")
 
 def _audit(agent: AgentRow) -> AgentRow:
     audit_target("agent", agent.id, name=agent.name)
+    for tool in agents.log_overrides(agent):
+        audit_target("agent", agent.id, action="agent.interrupt_default_overridden", tool=tool)
     return agent
 
 

@@ -38,11 +38,15 @@ class AuditSpec:
 
 @dataclass(frozen=True)
 class Target:
-    """One audited target with a safe detail (no secrets, no tool arguments, no human messages)."""
+    """One audited target with a safe detail (no secrets, no tool arguments, no human messages).
+
+    ``action`` overrides the view's action for this row (a request may do more than one kind of thing).
+    """
 
     kind: str
     id: str | None
     detail: dict[str, Any] = field(default_factory=dict)
+    action: str | None = None
 
 
 def audited(action: str, target_kind: str, target_arg: str | None = None) -> Callable[[F], F]:
@@ -55,9 +59,9 @@ def audited(action: str, target_kind: str, target_arg: str | None = None) -> Cal
     return mark
 
 
-def audit_target(kind: str, target_id: object, **detail: Any) -> None:
+def audit_target(kind: str, target_id: object, *, action: str | None = None, **detail: Any) -> None:
     """Name a target of the current request; each named target gets its own row."""
-    g.setdefault("audit_targets", []).append(Target(kind, str(target_id), detail))
+    g.setdefault("audit_targets", []).append(Target(kind, str(target_id), detail, action))
 
 
 def outcome_for(status: int) -> Outcome:
@@ -100,7 +104,7 @@ def records_for(status: int) -> list[AuditRecord]:
             tenant_id=caller.tenant_id if caller else None,
             actor_kind="user",
             actor_id=caller.user_id if caller else None,
-            action=spec.action,
+            action=target.action or spec.action,
             target_kind=target.kind,
             target_id=target.id,
             outcome=outcome,

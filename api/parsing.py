@@ -10,29 +10,8 @@ import marshmallow as ma
 from flask import Request
 from webargs.flaskparser import FlaskParser
 
-from hango.errors import FieldError, InvalidInput
-
-
-def flatten_messages(messages: Any, path: str = "") -> list[FieldError]:
-    """Turn marshmallow's nested messages into ``field``/``message`` pairs with dotted, indexed paths."""
-    if isinstance(messages, Mapping):
-        errors: list[FieldError] = []
-        for key, value in messages.items():
-            errors.extend(flatten_messages(value, _join(path, key)))
-        return errors
-    if isinstance(messages, list | tuple) and all(isinstance(item, str) for item in messages):
-        return [FieldError(path or "body", message) for message in messages]
-    if isinstance(messages, list | tuple):
-        return [error for item in messages for error in flatten_messages(item, path)]
-    return [FieldError(path or "body", str(messages))]
-
-
-def _join(path: str, key: Any) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    if key == "_schema":
-        return path
-    return f"{path}.{key}" if path else str(key)
+from hango.errors import InvalidInput
+from hango.validation import field_errors
 
 
 class Parser(FlaskParser):
@@ -57,7 +36,7 @@ class Parser(FlaskParser):
     ) -> NoReturn:
         """Report every invalid field; the request location (json, query) is not part of the field name."""
         messages: dict[str, Any] = error.normalized_messages()  # type: ignore[no-untyped-call]
-        fields = [field for location in messages.values() for field in flatten_messages(location)]
+        fields = [field for location in messages.values() for field in field_errors(location)]
         summary = "; ".join(f"{field.field}: {field.message}" for field in fields[:5])
         raise InvalidInput(f"The request is not valid: {summary}", fields)
 

@@ -8,7 +8,17 @@ from typing import Any
 from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
-from hango.errors import Conflict, FieldError, Forbidden, HangoError, InvalidInput, NotFound, Unauthorized
+from hango.errors import (
+    Conflict,
+    FieldError,
+    Forbidden,
+    HangoError,
+    InvalidInput,
+    NotAwaitingApproval,
+    NotFound,
+    PartialDecision,
+    Unauthorized,
+)
 
 PROBLEM = "urn:hango:problem:"
 log = logging.getLogger(__name__)
@@ -25,11 +35,19 @@ _HTTP_TYPES = {
 }
 _DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
     (InvalidInput, 400, "Invalid request"),
+    (PartialDecision, 409, "Partial decision"),
+    (NotAwaitingApproval, 409, "Run not awaiting approval"),
     (Unauthorized, 401, "Unauthorized"),
     (Forbidden, 403, "Forbidden"),
     (NotFound, 404, "Not found"),
     (Conflict, 409, "Conflict"),
 ]
+
+
+_KINDS: dict[type[HangoError], str] = {
+    PartialDecision: "partial-decision",
+    NotAwaitingApproval: "not-awaiting-approval",
+}
 
 
 def problem(status: int, title: str, detail: str, *, kind: str | None = None, **extra: Any) -> Response:
@@ -55,7 +73,9 @@ def _domain_problem(error: HangoError) -> Response:
             extra: dict[str, Any] = {}
             if isinstance(error, InvalidInput):
                 extra["errors"] = field_errors(error.errors)
-            return problem(status, title, str(error), **extra)
+            if isinstance(error, PartialDecision):
+                extra["remaining"] = error.remaining
+            return problem(status, title, str(error), kind=_KINDS.get(cls), **extra)
     return _internal_problem(error)
 
 

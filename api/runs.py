@@ -65,7 +65,7 @@ class Run(ma.Schema):
     created_at = fields.DateTime(required=True)
     started_at = fields.DateTime(allow_none=True)
     finished_at = fields.DateTime(allow_none=True)
-    awaiting_since = fields.DateTime(allow_none=True, dump_default=None)
+    awaiting_since = fields.DateTime(allow_none=True)
     error = fields.String(allow_none=True)
     turn = fields.Integer(required=True)
     usage = fields.Method("_usage", metadata={"description": "tokens used by the run's model calls"})

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from hango.agent.interrupts import overridden_defaults, validate_rules
 from hango.agent.tools.base import ToolRegistry
 from hango.auth import Principal
 from hango.db import Database
@@ -17,6 +19,7 @@ from hango.pagination import Page, PageRequest
 from hango.store import agents as agent_store
 from hango.tenancy import require_manager
 
+log = logging.getLogger(__name__)
 CONFIG_FIELDS = ("name", "system_prompt", "model", "tools", "interrupt_on", "subagents", "max_turns", "max_tokens")
 
 
@@ -38,6 +41,29 @@ def check_tools(config: dict[str, Any], tools: ToolRegistry) -> None:
         raise InvalidInput("; ".join(f"{error.field}: {error.message}" for error in errors), errors)
 
 
+def check_interrupts(config: dict[str, Any]) -> None:
+    """Malformed interrupt rules, the agent's or a subagent's, are a 400 at save time."""
+    validate_rules(config.get("interrupt_on"))
+    for index, subagent in enumerate(config.get("subagents", [])):
+        validate_rules(subagent.get("interrupt_on"), f"subagents[{index}].interrupt_on")
+
+
+def log_overrides(agent: Agent) -> list[str]:
+    """Log every default interrupt rule the agent replaces or removes; returns those tool names for the audit."""
+    tools = overridden_defaults(agent.interrupt_on)
+    for tool in tools:
+        log.warning(
+            "agent overrides a default interrupt rule",
+            extra={
+                "agent_id": str(agent.id),
+                "tenant_id": str(agent.tenant_id),
+                "tool": tool,
+                "rule": agent.interrupt_on[tool],
+            },
+        )
+    return tools
+
+
 def snapshot(agent: Agent) -> dict[str, Any]:
     """The configuration a run is judged by for its whole life, whatever later edits do to the agent."""
     return {field: getattr(agent, field) for field in CONFIG_FIELDS} | {"id": str(agent.id)}
@@ -47,6 +73,7 @@ def create_agent(db: Database, tools: ToolRegistry, principal: Principal, config
     """Create an agent from a validated configuration."""
     require_manager(principal)
     check_tools(config, tools)
+    check_interrupts(config)
     agent = Agent(id=uuid.uuid4(), tenant_id=principal.tenant_id, created_by=principal.user_id, **config)
     try:
         with db.transaction() as session:
@@ -63,6 +90,7 @@ def replace_agent(
     """Replace an agent's whole configuration; runs already created keep their snapshot."""
     require_manager(principal)
     check_tools(config, tools)
+    check_interrupts(config)
     try:
         with db.transaction() as session:
             agent = agent_store.get_agent(session, principal.tenant_id, agent_id, for_update=True)

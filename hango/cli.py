@@ -5,11 +5,12 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import click
 
-from hango import migrate, tenancy
+from hango import migrate, standalone, tenancy
 from hango.config import Settings
 from hango.db import Database
 from hango.errors import ConfigError, HangoError
@@ -142,3 +143,29 @@ def beat_command(ctx: click.Context) -> None:
     settings = _settings(ctx)
     _require_services(settings)
     _edge("tasks.worker").run_beat(settings)
+
+
+@main.command("standalone")
+@click.option(
+    "--data-dir",
+    default=".hango",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the embedded PostgreSQL and Redis data, their logs and standalone.json.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--concurrency", default=2, show_default=True, type=click.IntRange(1, 256), help="runs at once")
+@click.pass_context
+def standalone_command(ctx: click.Context, data_dir: Path, host: str, port: int, concurrency: int) -> None:
+    """Run the API, a worker and beat on an embedded PostgreSQL and Redis (needs the "standalone" extra).
+
+    HANGO_DATABASE_URL and HANGO_REDIS_URL, when set, are used instead of the embedded services. The URLs in use
+    are written to DATA_DIR/standalone.json, e.g. for "hango tenants create" with HANGO_DATABASE_URL set from it.
+    """
+    options = standalone.Options(data_dir=data_dir, host=host, port=port, concurrency=concurrency)
+    try:
+        code = standalone.run(options, _settings(ctx), announce=click.echo)
+    except HangoError as exc:
+        raise click.ClickException(str(exc)) from exc
+    ctx.exit(code)

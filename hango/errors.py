@@ -49,3 +49,15 @@ class InvalidInput(HangoError):
     def field(cls, field: str, message: str) -> InvalidInput:
         """An error about a single field."""
         return cls(f"{field}: {message}", [FieldError(field, message)])
+
+
+class NotAwaitingApproval(Conflict):
+    """A decision arrived for a run that is no longer waiting (decided by someone else, expired, cancelled)."""
+
+
+class PartialDecision(Conflict):
+    """The decisions do not cover every pending call of the run; ``remaining`` lists the others."""
+
+    def __init__(self, detail: str, remaining: list[dict[str, str]]) -> None:
+        super().__init__(detail)
+        self.remaining = remaining

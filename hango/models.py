@@ -37,13 +37,17 @@ NAMING_CONVENTION = {
 }
 
 Role = Literal["owner", "admin", "member"]
-RunState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+RunState = Literal["queued", "running", "awaiting_approval", "succeeded", "failed", "cancelled"]
+ApprovalState = Literal["pending", "decided", "expired", "cancelled"]
+Decision = Literal["approve", "edit", "reject", "respond"]
 MessageRole = Literal["user", "assistant", "tool"]
 SubagentState = Literal["running", "succeeded", "failed"]
 ActorKind = Literal["user", "system"]
 Outcome = Literal["success", "denied", "error"]
 
 ROLES: tuple[Role, ...] = get_args(Role)
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+APPROVAL_STATES: tuple[ApprovalState, ...] = get_args(ApprovalState)
 RUN_STATES: tuple[RunState, ...] = get_args(RunState)
 TERMINAL_RUN_STATES: frozenset[RunState] = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -193,6 +197,7 @@ class Run(Base):
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
     updated_at: Mapped[datetime] = _created_at()
+    awaiting_since: Mapped[datetime | None] = mapped_column(nullable=True)
 
 
 class SubagentCall(Base):
@@ -317,4 +322,37 @@ class AuditEvent(Base):
     outcome: Mapped[str] = mapped_column(Text, nullable=False)
     detail: Mapped[dict[str, Any]] = mapped_column(nullable=False, server_default=text("'{}'::jsonb"))
     trace_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class PendingApproval(Base):
+    """A tool call waiting for (or having had) a human decision; owned, audited and expiring."""
+
+    __tablename__ = "pending_approvals"
+    __table_args__ = (
+        UniqueConstraint("run_id", "tool_call_id"),
+        CheckConstraint(_in("state", APPROVAL_STATES), name="state"),
+        CheckConstraint(_in("decision", ("", *DECISIONS)), name="decision"),
+        Index(None, "tenant_id", "state", "created_at"),
+        Index(None, "tenant_id", "run_id"),
+        Index(None, "state", "created_at"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    run_id: Mapped[uuid.UUID] = _run_fk()
+    turn: Mapped[int] = mapped_column(Integer, nullable=False)
+    tool_call_id: Mapped[str] = mapped_column(Text, nullable=False)
+    tool_name: Mapped[str] = mapped_column(Text, nullable=False)
+    arguments: Mapped[dict[str, Any]] = mapped_column(nullable=False)
+    allowed_decisions: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False)
+    subagent_call_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("subagent_calls.id", ondelete="CASCADE"), nullable=True
+    )
+    state: Mapped[str] = mapped_column(Text, nullable=False, server_default="pending")
+    decision: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    decision_args: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    decision_message: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    decided_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    decided_at: Mapped[datetime | None] = mapped_column(nullable=True)
     created_at: Mapped[datetime] = _created_at()

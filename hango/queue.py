@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 RUN_TASK = "hango.run"
 RECONCILE_TASK = "hango.reconcile"
 PING_TASK = "hango.ping"
+EXPIRE_TASK = "hango.expire_approvals"
+STATS_TASK = "hango.worker_stats"
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -48,6 +50,11 @@ def make_celery(settings: Settings) -> Celery:
                 "task": RECONCILE_TASK,
                 "schedule": settings.reconcile_interval.total_seconds(),
                 "options": {"queue": settings.queue, "expires": settings.reconcile_interval.total_seconds()},
+            },
+            "expire-approvals": {
+                "task": EXPIRE_TASK,
+                "schedule": settings.approval_sweep_interval.total_seconds(),
+                "options": {"queue": settings.queue, "expires": settings.approval_sweep_interval.total_seconds()},
             },
         },
     )

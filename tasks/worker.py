@@ -6,16 +6,20 @@ duplicate or redelivered message does nothing.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
+import threading
 import uuid
+from typing import Any
 
 from celery import Celery
 from celery.signals import worker_process_init
 
 from hango.config import Settings
-from hango.queue import PING_TASK, RECONCILE_TASK, RUN_TASK, make_celery, task_options
+from hango.queue import EXPIRE_TASK, PING_TASK, RECONCILE_TASK, RUN_TASK, STATS_TASK, make_celery, task_options
+from hango.run.expiry import expire_stale
 from hango.run.reconciler import reconcile
 from hango.run.runtime import Runtime
 from hango.run.worker import execute_run
@@ -56,12 +60,29 @@ def create_worker_app(settings: Settings) -> Celery:
         report = reconcile(process.runtime())
         return {"requeued": report.requeued, "failed": report.failed, "reenqueued": report.reenqueued}
 
+    @app.task(name=EXPIRE_TASK, **options)  # type: ignore[untyped-decorator]
+    def expire_approvals() -> int:
+        """Fail the runs whose approvals outlived HANGO_APPROVAL_TTL."""
+        return expire_stale(process.runtime())
+
     @app.task(name=PING_TASK, **options)  # type: ignore[untyped-decorator]
     def ping(reply_to: str | None = None) -> str:
         """A no-op round trip (health checks, and the baseline of the benchmarks); answers on a Redis list."""
         if reply_to:
             process.runtime().redis.lpush(reply_to, "pong")
         return "pong"
+
+    @app.task(name=STATS_TASK, **options)  # type: ignore[untyped-decorator]
+    def worker_stats(reply_to: str) -> dict[str, Any]:
+        """What this pool process holds right now: checked-out connections and live threads (answers on Redis)."""
+        runtime = process.runtime()
+        stats = {
+            "pid": os.getpid(),
+            "connections_checked_out": runtime.db.engine.pool.checkedout(),  # type: ignore[attr-defined]
+            "threads": sorted(thread.name for thread in threading.enumerate()),
+        }
+        runtime.redis.lpush(reply_to, json.dumps(stats))
+        return stats
 
     @worker_process_init.connect(weak=False)  # type: ignore[untyped-decorator]
     def _after_fork(**_: object) -> None:

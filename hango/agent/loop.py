@@ -17,9 +17,9 @@ from functools import partial
 from typing import Protocol
 
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
-from hango.agent.middleware.base import Chain, LoopScope, LoopServices, ModelCall, ToolCallRequest
+from hango.agent.middleware.base import Chain, LoopScope, LoopServices, ModelCall, Phase, ToolCallRequest
 from hango.agent.models.base import Model, ModelError, ModelRequest, ToolSpec
-from hango.agent.state import Done, Failed, LoopState, Outcome
+from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome
 from hango.agent.tools.base import ToolContext, ToolRegistry, execute
 from hango.errors import HangoError
 from hango.store.files import FileSystem
@@ -99,16 +99,27 @@ class AgentLoop:
         self._port = port
 
     def run(self, state: LoopState) -> Outcome:
-        """Advance from ``state`` until the loop ends or suspends."""
+        """Advance from ``state`` until the loop ends or suspends.
+
+        A resumed loop first re-drives the batch it stopped in — the calls ``before_run`` left unanswered because
+        a human decided them — through the tool chain, and only then calls the model again.
+        """
         scope = LoopScope(self._services, state, [])
         self._chain.before_run(scope)
         self._flush(scope)
         try:
-            outcome = self._advance(scope)
+            outcome = self._resume(scope) or self._advance(scope)
         except ModelError as exc:
             outcome = Failed(str(exc))
         self._chain.after_run(scope, outcome)
         return outcome
+
+    def _resume(self, scope: LoopScope) -> Outcome | None:
+        unanswered = set(scope.state.unanswered_calls())
+        if not unanswered:
+            return None
+        last = next(message for message in reversed(scope.state.messages) if message.role == "assistant")
+        return self.run_batch(scope, [call for call in last.tool_calls if call.id in unanswered])
 
     def _advance(self, scope: LoopScope) -> Outcome:
         while True:
@@ -139,9 +150,18 @@ class AgentLoop:
         return [tool.spec() for name in self._config.tool_names if (tool := self._tools.get(name)) is not None]
 
     def run_batch(self, scope: LoopScope, calls: Sequence[ToolCall]) -> Outcome | None:
-        """Run one batch through the tool chain and persist its results together; ``None`` to keep looping."""
+        """Run one batch through the tool chain and persist its results together; ``None`` to keep looping.
+
+        The batch is planned first; if any call needs a human, the loop suspends before a single call ran.
+        """
         self._port.check_active()
         with self._port.batch() as batch:
+            for call in calls:
+                self._chain.tool_call(self._request(scope, call, batch.files, "plan"), self._execute)
+            if scope.pending:
+                pending = tuple(scope.pending)
+                scope.pending.clear()
+                return AwaitingApproval(pending=pending, batch=tuple(call.id for call in calls))
             results = []
             for call in calls:
                 self._port.tool_started(call)
@@ -154,7 +174,9 @@ class AgentLoop:
         scope.state.messages.append(message)
         return None
 
-    def _request(self, scope: LoopScope, call: ToolCall, files: FileSystem) -> ToolCallRequest:
+    def _request(
+        self, scope: LoopScope, call: ToolCall, files: FileSystem, phase: Phase = "execute"
+    ) -> ToolCallRequest:
         services = self._services
         context = ToolContext(
             tenant_id=services.tenant_id,
@@ -164,12 +186,15 @@ class AgentLoop:
             files=files,
             subagent_call_id=services.subagent_call_id,
         )
-        return ToolCallRequest(call, self._tools.get(call.name), context, scope)
+        return ToolCallRequest(call, self._tools.get(call.name), context, scope, phase)
 
     @staticmethod
     def _execute(request: ToolCallRequest) -> ToolResult:
         if request.tool is None:
             return ToolResult(request.call.id, f"unknown tool {request.call.name!r}", is_error=True)
+        if request.phase == "plan":
+            errors = request.tool.argument_errors(request.call.input)
+            return ToolResult(request.call.id, "invalid arguments" if errors else "", is_error=bool(errors))
         return execute(request.tool, request.context, request.call)
 
     def _flush(self, scope: LoopScope) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,9 +78,10 @@ class Cancelled:
 
 @dataclass(frozen=True)
 class AwaitingApproval:
-    """A tool batch is suspended until a human decides; ``pending`` holds the approval ids."""
+    """A tool batch is suspended until a human decides the calls in ``pending``; nothing of the batch ran."""
 
-    pending: tuple[uuid.UUID, ...]
+    pending: tuple[Any, ...]
+    batch: tuple[str, ...]
 
 
 Outcome = Done | Failed | Cancelled | AwaitingApproval

@@ -16,12 +16,13 @@ from hango.pagination import Page, PageRequest
 from hango.run.events import Event
 from hango.run.runtime import Runtime, unit_of_work
 from hango.store import agents as agent_store
+from hango.store import approvals as approval_store
 from hango.store import events as event_store
 from hango.store import messages as message_store
 from hango.store import runs as run_store
 from hango.store.messages import insert_message, message_json
 
-CANCELLABLE = ("queued", "running")
+CANCELLABLE = ("queued", "running", "awaiting_approval")
 
 
 def input_messages(text: str | None, messages: list[dict[str, Any]] | None) -> list[Message]:
@@ -74,7 +75,9 @@ def cancel_run(runtime: Runtime, principal: Principal, run_id: uuid.UUID) -> Run
         if run.state in TERMINAL_RUN_STATES or run.state not in CANCELLABLE:
             raise Conflict(f"run {run.id} is already {run.state}")
         now = datetime.now(UTC)
-        run.state, run.finished_at, run.updated_at = "cancelled", now, now
+        # A suspended run's approvals leave the queue with it, without being reported as expiries.
+        approval_store.close_pending(work.session, run, "cancelled")
+        run.state, run.finished_at, run.updated_at, run.awaiting_since = "cancelled", now, now, None
         run.lease_owner, run.lease_expires_at = None, None
         work.emit(run, "run.finished", {"state": "cancelled", "error": None})
     return run

@@ -10,21 +10,24 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import func, select, update
 
 from hango.agent.loop import AgentLoop, LoopConfig, RunStopped
+from hango.agent.middleware.hitl import load_decisions
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.factory import build_model
-from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, load_private
-from hango.models import Run
+from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, dump_state, load_private
+from hango.models import PendingApproval, Run
 from hango.run.persistence import Lease, RunPersistence, locked_active_run
 from hango.run.runtime import Runtime, unit_of_work
+from hango.store import approvals as approval_store
 from hango.store.messages import loop_history
 
 log = logging.getLogger(__name__)
 Execution = Literal["skipped", "finished", "stopped", "suspended"]
+SUSPENDED_AT = "suspended_at"
 
 
 def worker_identity() -> str:
@@ -39,14 +42,20 @@ def claim_run(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Run | None:
         run = work.session.scalar(select(Run).where(Run.id == run_id, Run.state == "queued").with_for_update())
         if run is None:
             return None
-        first = run.started_at is None
         now = datetime.now(UTC)
         run.state = "running"
         run.lease_owner = owner
         run.lease_expires_at = now + lease
         run.started_at = run.started_at or now
         run.updated_at = now
-        work.emit(run, "run.started", {"attempt": run.attempts + 1, "first": first})
+        private = load_private(run.state_json)
+        suspended_at = private.pop(SUSPENDED_AT, None)
+        if suspended_at is None:
+            work.emit(run, "run.started", {"attempt": run.attempts + 1})
+        else:
+            run.state_json = {**run.state_json, "private": private}
+            waited = (now - datetime.fromisoformat(suspended_at)).total_seconds()
+            work.emit(run, "run.resumed", {"suspension_seconds": round(waited, 3)})
     return run
 
 
@@ -62,21 +71,91 @@ def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -
     log.info("run claimed", extra={"run_id": str(run.id), "tenant_id": str(run.tenant_id)})
     with _heartbeat(runtime, lease, stop):
         try:
-            outcome = _drive(runtime, run, lease, stop)
+            outcome, state = _drive(runtime, run, lease, stop)
         except RunStopped:
             log.info("run stopped (cancelled or lease lost)", extra={"run_id": str(run.id)})
             return "stopped"
         except Exception as exc:  # the worker boundary: record why the run failed, then keep serving
             log.exception("run failed unexpectedly", extra={"run_id": str(run.id)})
-            outcome = Failed(f"internal error: {type(exc).__name__}: {exc}")
+            outcome, state = Failed(f"internal error: {type(exc).__name__}: {exc}"), None
+    if isinstance(outcome, AwaitingApproval) and state is not None:
+        return _suspend(runtime, lease, outcome, state)
     return _finish(runtime, lease, outcome)
 
 
-def _drive(runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> Outcome:
+def decision_of(row: PendingApproval) -> dict[str, Any]:
+    """The decision of an approval row, as the HITL middleware applies it."""
+    return {
+        "decision": row.decision,
+        "args": row.decision_args,
+        "message": row.decision_message,
+        "decided_by": str(row.decided_by) if row.decided_by else None,
+        "approval_id": str(row.id),
+    }
+
+
+def _suspend(runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: LoopState) -> Execution:
+    """Persist the batch's pending approvals, the state and the ``awaiting_approval`` transition in one transaction."""
+    try:
+        with unit_of_work(runtime) as work:
+            run = locked_active_run(work.session, lease)
+            now = datetime.now(UTC)
+            rows = [
+                PendingApproval(
+                    id=uuid.uuid4(),
+                    tenant_id=run.tenant_id,
+                    run_id=run.id,
+                    turn=run.turn,
+                    tool_call_id=pending.call.id,
+                    tool_name=pending.call.name,
+                    arguments=pending.call.input,
+                    allowed_decisions=list(pending.allowed_decisions),
+                )
+                for pending in outcome.pending
+            ]
+            work.session.add_all(rows)
+            work.session.flush()
+            run.state_json = dump_state(state) | {"private": {**state.private, SUSPENDED_AT: now.isoformat()}}
+            run.state, run.awaiting_since, run.updated_at = "awaiting_approval", now, now
+            run.lease_owner, run.lease_expires_at = None, None
+            for row in rows:
+                work.emit(run, "approval.requested", requested_event(row))
+            work.emit(run, "run.awaiting_approval", {"pending": [str(row.id) for row in rows]})
+    except RunStopped:
+        return "stopped"
+    for row in rows:
+        log.info(
+            "approval requested",
+            extra={
+                "run_id": str(row.run_id),
+                "tool": row.tool_name,
+                "tool_call_id": row.tool_call_id,
+                "approval_id": str(row.id),
+            },
+        )
+    return "suspended"
+
+
+def requested_event(row: PendingApproval) -> dict[str, Any]:
+    """The data of an ``approval.requested`` event."""
+    return {
+        "approval_id": str(row.id),
+        "tool_call_id": row.tool_call_id,
+        "tool_name": row.tool_name,
+        "arguments": row.arguments,
+        "allowed_decisions": list(row.allowed_decisions),
+        "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
+    }
+
+
+def _drive(runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> tuple[Outcome, LoopState]:
     snapshot = run.agent_snapshot
     with runtime.db.transaction() as session:
         history = loop_history(session, run.id, None)
+        decided = approval_store.decided_unanswered(session, run, None)
     state = LoopState(messages=history, private=load_private(run.state_json))
+    # Decisions go into the state before any before_run hook, so the repair middleware sees them.
+    load_decisions(state, {row.tool_call_id: decision_of(row) for row in decided})
     persistence = RunPersistence(runtime, run, lease, stop)
     loop = AgentLoop(
         LoopConfig(
@@ -86,19 +165,17 @@ def _drive(runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> O
             max_tokens=snapshot.get("max_tokens"),
         ),
         build_model(snapshot["model"], runtime.settings, scope=str(run.id)),
-        default_chain(snapshot.get("tools", [])),
+        default_chain(snapshot.get("tools", []), snapshot.get("interrupt_on")),
         runtime.tools,
         persistence,
         persistence,
     )
-    return loop.run(state)
+    return loop.run(state), state
 
 
 def _finish(runtime: Runtime, lease: Lease, outcome: Outcome) -> Execution:
-    if isinstance(outcome, Cancelled):
+    if isinstance(outcome, Cancelled | AwaitingApproval):
         return "stopped"
-    if isinstance(outcome, AwaitingApproval):
-        raise NotImplementedError("suspension arrives with human-in-the-loop")
     state, error = ("succeeded", None) if isinstance(outcome, Done) else ("failed", outcome.error)
     try:
         with unit_of_work(runtime) as work:

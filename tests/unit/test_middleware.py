@@ -25,14 +25,18 @@ from tests.unit.fakes import MemoryPort
 
 def test_the_default_stack_order_is_pinned() -> None:
     assert SLOTS == ("repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist")
-    assert [type(m).__name__ for m in default_middlewares(["ls"])] == ["RepairToolCalls", "Memory", "ToolAllowlist"]
+    assert [type(m).__name__ for m in default_middlewares(["ls"])] == [
+        "RepairToolCalls",
+        "Memory",
+        "HumanInTheLoop",
+        "ToolAllowlist",
+    ]
+    assert [m.name for m in default_middlewares(["ls"])] == list(SLOTS)
 
 
-def test_the_human_in_the_loop_slot_sits_between_memory_and_the_allowlist() -> None:
-    marker = Middleware()
-    marker.name = "human_in_the_loop"
-    names = [m.name for m in default_middlewares(["ls"], {"human_in_the_loop": marker})]
-    assert names == ["repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist"]
+def test_emptying_the_human_in_the_loop_slot_disables_interrupts() -> None:
+    names = [m.name for m in default_middlewares(["ls"], None, {"human_in_the_loop": None})]
+    assert names == ["repair_tool_calls", "memory", "tool_allowlist"]
 
 
 def _scope(messages: list[Message] | None = None, private: dict[str, Any] | None = None) -> LoopScope:

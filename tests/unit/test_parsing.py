@@ -1,5 +1,5 @@
-from api.parsing import flatten_messages
 from hango.errors import FieldError
+from hango.validation import field_errors
 
 
 def test_nested_marshmallow_messages_become_dotted_indexed_fields() -> None:
@@ -8,7 +8,7 @@ def test_nested_marshmallow_messages_become_dotted_indexed_fields() -> None:
         "email": ["Not a valid email address.", "Longer than maximum length 320."],
         "_schema": ["Invalid input type."],
     }
-    assert flatten_messages(messages) == [
+    assert field_errors(messages) == [
         FieldError("decisions[1].args.content", "Not a valid string."),
         FieldError("email", "Not a valid email address."),
         FieldError("email", "Longer than maximum length 320."),

@@ -16,7 +16,9 @@ def test_the_builtins_are_the_contracts_six() -> None:
     assert builtin_registry().names() == {"ls", "read_file", "write_file", "edit_file", "glob", "grep"}
 
 
-def test_third_party_tools_arrive_through_the_entry_point_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_third_party_tools_arrive_through_the_entry_point_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "weather_tools.py").write_text(
         textwrap.dedent(
             """

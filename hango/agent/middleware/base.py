@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult
 from hango.agent.models.base import ModelRequest
@@ -29,13 +29,22 @@ class LoopServices(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class PendingCall:
+    """A call of the current batch that must wait for a human, with the decisions a human may take."""
+
+    call: ToolCall
+    allowed_decisions: tuple[str, ...]
+
+
 @dataclass
 class LoopScope:
-    """One loop execution as middlewares see it: fixed services and the mutable state."""
+    """One loop execution as middlewares see it: fixed services, the mutable state, and this batch's pending calls."""
 
     services: LoopServices
     state: LoopState
     added: list[Message]
+    pending: list[PendingCall] = field(default_factory=list)
 
     def add_message(self, message: Message) -> None:
         """Append a message to the history; the loop persists it before the next step."""
@@ -51,14 +60,24 @@ class ModelCall:
     scope: LoopScope
 
 
+Phase = Literal["plan", "execute"]
+
+
 @dataclass(frozen=True)
 class ToolCallRequest:
-    """A tool call travelling through the chain; ``tool`` is ``None`` for an unknown name."""
+    """A tool call travelling through the chain; ``tool`` is ``None`` for an unknown name.
+
+    Every batch goes through the chain twice. In the ``plan`` phase nothing executes: the innermost handler only
+    checks that the call could run, and the human-in-the-loop middleware registers calls that need a decision.
+    Only when no call of the batch registered does the ``execute`` phase run the calls, so no call of a batch ever
+    runs while a sibling waits for a human.
+    """
 
     call: ToolCall
     tool: Tool | None
     context: ToolContext
     scope: LoopScope
+    phase: Phase = "execute"
 
 
 ModelHandler = Callable[[ModelCall], AssistantTurn]

