@@ -67,7 +67,7 @@ class StandaloneError(HangoError):
 
 
 class _Interrupted(Exception):
-    """SIGTERM or SIGINT arrived while the services were still starting."""
+    """SIGTERM, SIGINT or SIGHUP arrived while the services were still starting."""
 
 
 @dataclass(frozen=True)
@@ -99,13 +99,13 @@ class _Child:
 
 @dataclass
 class _StopRequest:
-    """Records SIGTERM and SIGINT; the supervisor checks it between polls instead of being interrupted mid-step."""
+    """Records SIGTERM, SIGINT and SIGHUP; the supervisor checks it between polls rather than being interrupted."""
 
     signum: int | None = None
 
     def install(self) -> None:
-        """Handle SIGTERM and SIGINT from now on."""
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        """Handle SIGTERM, SIGINT and SIGHUP from now on."""
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self._record)
 
     def check(self) -> None:
@@ -138,8 +138,9 @@ class _Supervisor:
     ) -> _Child:
         """Start a child that holds the folder lock and is told to stop when this process dies.
 
-        A service (given its log) gets a session of its own: a Ctrl-C in the terminal then reaches the supervisor,
-        the API and the worker only, and the services are stopped after the processes that use them.
+        Every child gets a session of its own, so a Ctrl-C in the terminal reaches the supervisor alone, which then
+        stops the children in order with one signal each (gunicorn, hit by the terminal's SIGINT and our SIGTERM
+        at once, waits out its whole graceful timeout). A service's output goes to its log, the others' to stderr.
         """
         # Dropping root: the account's own group and none of root's supplementary ones.
         group = None if user is None else _primary_group(user)
@@ -151,7 +152,7 @@ class _Supervisor:
             stderr=service_log,
             env=env,
             pass_fds=(self.lock_fd,),
-            start_new_session=service_log is not None,
+            start_new_session=True,
             preexec_fn=_stop_with_parent(stop_signal),  # the supervisor runs no threads, so this is safe
             user=user,
             group=group,
@@ -184,7 +185,7 @@ class _Supervisor:
 
 
 def run(options: Options, settings: Settings, announce: Callable[[str], None]) -> int:
-    """Run everything until SIGTERM or SIGINT (returns 0) or until a child exits (returns 1).
+    """Run everything until SIGTERM, SIGINT or SIGHUP (returns 0) or until a child exits (returns 1).
 
     Raises:
         StandaloneError: when the embedded services cannot start or the ``standalone`` extra is missing.

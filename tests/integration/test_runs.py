@@ -139,7 +139,8 @@ def test_memories_persist_across_runs_and_scratch_does_not(client: FlaskClient, 
             ]
         }
     ]
-    agent_id = create_agent(client, tenant.owner, writer)
+    # The default rules would hold the memory write for a human; this test is about persistence, so lift them.
+    agent_id = create_agent(client, tenant.owner, writer, interrupt_on={"write_file": False})
     first = start_run(client, tenant.owner, agent_id)
     assert wait_for_state(client, tenant.owner, first, {"succeeded", "failed"})["state"] == "succeeded"
     agent = client.get(f"/v1/agents/{agent_id}", headers=tenant.owner.headers).json

@@ -20,9 +20,9 @@ from hango import audit, tenancy
 from hango.auth import Principal
 from hango.db import Database
 from hango.errors import Forbidden, NotFound
-from hango.models import Agent, File, Message, Run, RunEvent, SubagentCall
+from hango.models import Agent, File, Message, PendingApproval, Run, RunEvent, SubagentCall
 from hango.pagination import PageRequest
-from hango.store import agents, events, files, messages, runs, subagent_calls, tokens
+from hango.store import agents, approvals, events, files, messages, runs, subagent_calls, tokens
 from hango.store import tenants as tenant_store
 from hango.store.audit import AuditFilter, AuditRecord
 
@@ -199,6 +199,29 @@ def case_audit_events(world: World) -> Reader:
     return _visible(world, read)
 
 
+def case_pending_approvals(world: World) -> Reader:
+    approval = PendingApproval(
+        id=uuid.uuid4(),
+        tenant_id=world.run.tenant_id,
+        run_id=world.run.id,
+        turn=1,
+        tool_call_id="call_1",
+        tool_name="write_file",
+        arguments={},
+        allowed_decisions=["approve"],
+    )
+    _seed(world, approval)
+
+    def read(session: Session, principal: Principal) -> bool:
+        listed = approvals.list_for_run(session, principal, world.run.id, "all", PageRequest()).items
+        queue = approvals.list_for_tenant(session, principal, "all", PageRequest()).items
+        in_queue = approval.id in {row.id for row in queue}
+        assert in_queue == bool(listed), "the run's list and the tenant queue disagree on visibility"
+        return in_queue
+
+    return _visible(world, read)
+
+
 RUN_SCOPED = {"owner_a": True, "creator_a": True, "other_member_a": False, "owner_b": False}
 TENANT_WIDE = {"owner_a": True, "creator_a": True, "other_member_a": True, "owner_b": False}
 MANAGERS_ONLY = {"owner_a": True, "creator_a": False, "other_member_a": False, "owner_b": False}
@@ -213,6 +236,7 @@ CASES: dict[str, tuple[Callable[[World], Reader], dict[str, bool]]] = {
     "subagent_calls": (case_subagent_calls, RUN_SCOPED),
     "files": (case_files, RUN_SCOPED),
     "audit_events": (case_audit_events, MANAGERS_ONLY),
+    "pending_approvals": (case_pending_approvals, RUN_SCOPED),
 }
 
 
