@@ -455,7 +455,12 @@ def _stop_with_parent(signum: signal.Signals) -> Callable[[], None] | None:
 
 
 def _stop_children(children: list[_Child], grace: float) -> None:
-    """Send each running child its stop signal, then SIGKILL whichever has not exited after ``grace`` seconds."""
+    """Send each child its stop signal, SIGKILL it after ``grace`` seconds, then sweep its process group.
+
+    The sweep catches what a child left behind when it crashed: a Celery worker killed with -9 leaves its pool and
+    embedded beat running. Each child leads its own group, and a group outlives its leader while members remain, so
+    its id cannot have been reused yet.
+    """
     running = [child for child in children if child.process.poll() is None]
     for child in running:
         child.process.send_signal(child.stop_signal)
@@ -467,6 +472,9 @@ def _stop_children(children: list[_Child], grace: float) -> None:
             log.warning("%s did not stop within %ss; killing it", child.name, grace)
             child.process.kill()
             child.process.wait()
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.process.pid, signal.SIGKILL)
 
 
 def _wait_for(what: str, ready: Callable[[], bool], supervisor: _Supervisor, stop: _StopRequest) -> None:
