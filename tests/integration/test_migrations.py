@@ -12,6 +12,7 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 
 from hango import migrate
+from hango.config import Settings
 from hango.db import engine_url
 from hango.models import Base
 from tests.conftest import create_database, drop_database
@@ -116,3 +117,66 @@ def test_logs_are_append_only(database_url: str, table: str) -> None:
         assert remaining == 0
     finally:
         engine.dispose()
+
+
+def test_the_approvals_migration_downgrade_fails_suspended_runs_first(empty_database: str, settings: Settings) -> None:
+    from hango import tenancy
+    from hango.agent.messages import user_message
+    from hango.auth import Principal
+    from hango.db import Database
+    from hango.models import Agent
+    from hango.run import service
+    from hango.run.runtime import Runtime
+    from hango.run.worker import execute_run
+
+    migrate.upgrade(empty_database)
+    db = Database(empty_database)
+    runtime = Runtime.build(
+        settings.replace(database_url=empty_database, queue=f"nowhere-{uuid.uuid4().hex[:6]}"), db=db
+    )
+    created = tenancy.create_tenant(db, "t", "o@example.com")
+    owner = Principal(created.tenant_id, created.user_id, "owner")
+    agent = Agent(
+        id=uuid.uuid4(),
+        tenant_id=owner.tenant_id,
+        name="a",
+        created_by=owner.user_id,
+        interrupt_on={},
+        subagents=[],
+        model={
+            "provider": "scripted",
+            "script": [
+                {"tool_calls": [{"name": "write_file", "args": {"file_path": "/memories/AGENTS.md", "content": "x"}}]}
+            ],
+        },
+        tools=["write_file"],
+        system_prompt="",
+        max_turns=5,
+    )
+    with db.transaction() as session:
+        session.add(agent)
+    run = service.create_run(runtime, owner, agent.id, [user_message("go")])
+    assert execute_run(runtime, run.id) == "suspended"
+    db.dispose()
+
+    migrate.downgrade(empty_database, "0001")
+    engine = create_engine(engine_url(empty_database))
+    try:
+        with engine.connect() as connection:
+            state, error = connection.execute(
+                text("SELECT state, error FROM runs WHERE id = :id"), {"id": run.id}
+            ).one()
+            last = connection.execute(
+                text("SELECT type, data FROM run_events WHERE run_id = :id ORDER BY seq DESC LIMIT 1"), {"id": run.id}
+            ).one()
+            assert "pending_approvals" not in inspect(connection).get_table_names()
+            assert "awaiting_since" not in {c["name"] for c in inspect(connection).get_columns("runs")}
+            with pytest.raises(DBAPIError, match="ck_runs_state"), connection.begin_nested():
+                connection.execute(text("UPDATE runs SET state = 'awaiting_approval' WHERE id = :id"), {"id": run.id})
+    finally:
+        engine.dispose()
+    assert (state, error) == ("failed", "approvals were removed by a schema downgrade")
+    assert last == ("run.finished", {"state": "failed", "error": "approvals were removed by a schema downgrade"})
+
+    migrate.upgrade(empty_database)
+    assert _schema_differences(empty_database) == []
