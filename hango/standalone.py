@@ -222,18 +222,25 @@ def _serve(
 def _lock_folder(data_dir: Path, stop: _StopRequest) -> int:
     """Take the folder's lock, giving the processes of a previous standalone time to finish stopping."""
     fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    if _try_lock(fd):
+        return fd
+    log.info("%s is in use; waiting for the processes of a previous standalone to stop", data_dir)
     deadline = time.monotonic() + STARTUP_TIMEOUT
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if time.monotonic() > deadline or stop.signum is not None:
-                os.close(fd)
-                stop.check()
-                raise StandaloneError(f"{data_dir} is in use by another hango standalone or its processes") from None
-            time.sleep(POLL_INTERVAL)
-        else:
-            return fd
+    while not _try_lock(fd):
+        if time.monotonic() > deadline or stop.signum is not None:
+            os.close(fd)
+            stop.check()
+            raise StandaloneError(f"{data_dir} is in use by another hango standalone or its processes")
+        time.sleep(POLL_INTERVAL)
+    return fd
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _start_services(supervisor: _Supervisor, data_dir: Path, settings: Settings, stop: _StopRequest) -> Urls:
