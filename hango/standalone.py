@@ -133,14 +133,15 @@ class _Supervisor:
         stop_signal: signal.Signals,
         *,
         env: dict[str, str] | None = None,
-        service_log: IO[bytes] | None = None,
+        log_file: IO[bytes] | None = None,
         user: str | None = None,
     ) -> _Child:
         """Start a child that holds the folder lock and is told to stop when this process dies.
 
         Every child gets a session of its own, so a Ctrl-C in the terminal reaches the supervisor alone, which then
         stops the children in order with one signal each (gunicorn, hit by the terminal's SIGINT and our SIGTERM
-        at once, waits out its whole graceful timeout). A service's output goes to its log, the others' to stderr.
+        at once, waits out its whole graceful timeout). A service writes to its log file, the API and the worker
+        to stderr: stdout carries only the line announcing the API (Celery prints its banner on stdout).
         """
         # Dropping root: the account's own group and none of root's supplementary ones.
         group = None if user is None else _primary_group(user)
@@ -148,8 +149,8 @@ class _Supervisor:
         process = subprocess.Popen(  # noqa: S603 (our own binaries and interpreter, no shell)
             argv,
             stdin=subprocess.DEVNULL,
-            stdout=service_log,
-            stderr=service_log,
+            stdout=log_file or sys.stderr,
+            stderr=log_file,
             env=env,
             pass_fds=(self.lock_fd,),
             start_new_session=True,
@@ -292,9 +293,9 @@ def _start_postgres(supervisor: _Supervisor, data_dir: Path, stop: _StopRequest)
     _clear_stale_postmaster_pid(postgres.pgdata)
     argv = [str(postgres.bin_dir / "postgres"), "-D", str(postgres.pgdata), "-k", str(postgres.socket_dir)]
     argv += ["-c", "listen_addresses="]  # the Unix socket only: no port to collide with, no network exposure
-    with _log_file(data_dir, "postgres") as output:
+    with _open_log(data_dir, "postgres") as output:
         # SIGINT is PostgreSQL's fast shutdown: open transactions roll back, nothing waits for clients to leave.
-        child = supervisor.spawn("postgres", argv, signal.SIGINT, service_log=output, user=postgres.user)
+        child = supervisor.spawn("postgres", argv, signal.SIGINT, log_file=output, user=postgres.user)
     supervisor.services.append(child)
     _wait_for("PostgreSQL", lambda: _database_answers(postgres.admin_url("postgres")), supervisor, stop)
     _ensure_database(postgres.admin_url("postgres"), DATABASE_NAME)
@@ -395,9 +396,9 @@ def _start_redis(supervisor: _Supervisor, data_dir: Path, stop: _StopRequest) ->
     directory.mkdir(mode=0o700, exist_ok=True)
     port, password = _free_port(), secrets.token_hex(16)
     config = _write_redis_config(directory, port, password)
-    with _log_file(data_dir, "redis") as output:
+    with _open_log(data_dir, "redis") as output:
         supervisor.services.append(
-            supervisor.spawn("redis", [executable, str(config)], signal.SIGTERM, service_log=output)
+            supervisor.spawn("redis", [executable, str(config)], signal.SIGTERM, log_file=output)
         )
     url = f"redis://:{password}@127.0.0.1:{port}/0"
     _wait_for("Redis", lambda: _redis_answers(url), supervisor, stop)
@@ -552,7 +553,7 @@ def _give_to(path: Path, user: str) -> None:
 
 
 @contextlib.contextmanager
-def _log_file(data_dir: Path, name: str) -> Iterator[IO[bytes]]:
+def _open_log(data_dir: Path, name: str) -> Iterator[IO[bytes]]:
     """The append-mode log of a service; the child keeps its own descriptor once started."""
     logs = data_dir / "logs"
     logs.mkdir(exist_ok=True)

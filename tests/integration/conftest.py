@@ -104,7 +104,9 @@ def create_agent(client: FlaskClient, person: Person, script: list[dict[str, Any
     body = {
         "name": config.pop("name", f"agent-{uuid.uuid4().hex[:8]}"),
         "model": {"provider": "scripted", "script": script},
-        "tools": config.pop("tools", ["ls", "read_file", "write_file", "edit_file", "glob", "grep", "count", "sleep"]),
+        "tools": config.pop(
+            "tools", ["ls", "read_file", "write_file", "edit_file", "glob", "grep", "count", "sleep", "slow_count"]
+        ),
         **config,
     }
     response = client.post("/v1/agents", json=body, headers=person.headers)

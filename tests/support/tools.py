@@ -38,6 +38,14 @@ def _sleep(context: ToolContext, args: dict[str, Any]) -> str:
     return f"slept {args['seconds']}s"
 
 
+def _slow_count(context: ToolContext, args: dict[str, Any]) -> str:
+    # Only the first execution sleeps, so a test can kill a worker in the middle of it and see a retry finish.
+    total = redis.Redis.from_url(REDIS_URL).incr(counter_key(args["key"]))
+    if total == 1:
+        time.sleep(float(args["seconds"]))
+    return f"counted {args['key']} ({total})"
+
+
 def _explode(context: ToolContext, args: dict[str, Any]) -> str:
     raise RuntimeError("the tool has a bug")
 
@@ -64,6 +72,17 @@ TOOLS = [
             "additionalProperties": False,
         },
         _sleep,
+    ),
+    Tool(
+        "slow_count",
+        "Count an execution; the first one also sleeps.",
+        {
+            "type": "object",
+            "properties": {"key": {"type": "string"}, "seconds": {"type": "number", "minimum": 0, "maximum": 60}},
+            "required": ["key", "seconds"],
+            "additionalProperties": False,
+        },
+        _slow_count,
     ),
     Tool("explode", "Always fails.", {"type": "object", "additionalProperties": False}, _explode),
 ]

@@ -1,0 +1,119 @@
+"""What a suspension holds (nothing), what a crash during an approved call does, and the beat-driven sweeper."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import uuid
+from datetime import timedelta
+
+import pytest
+from flask.testing import FlaskClient
+from sqlalchemy import select, text
+
+from api import create_app
+from hango.config import Settings
+from hango.db import Database
+from hango.models import File
+from hango.queue import STATS_TASK
+from hango.run.runtime import Runtime
+from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
+from tests.integration.hitl_helpers import MEMORY, decide, pending, tool_results, write_memory
+from tests.support.processes import wait_until, worker
+from tests.support.tools import executions
+
+
+@pytest.fixture
+def own(settings: Settings, db: Database) -> tuple[Settings, FlaskClient, Runtime]:
+    own_settings = settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}")
+    return own_settings, create_app(own_settings, db=db).test_client(), Runtime.build(own_settings, db=db)
+
+
+def _stats(runtime: Runtime) -> dict[str, object]:
+    reply = f"hango:test:stats:{uuid.uuid4().hex}"
+    runtime.queue._celery.send_task(STATS_TASK, args=[reply], queue=runtime.settings.queue)
+    answer = runtime.redis.blpop([reply], timeout=30)
+    assert answer is not None, "the worker did not answer"
+    stats: dict[str, object] = json.loads(answer[1])
+    return stats
+
+
+def _open_transactions(db: Database) -> int:
+    with db.engine.connect() as connection:
+        return connection.execute(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()"
+            )
+        ).scalar_one()
+
+
+def test_a_suspended_run_holds_no_slot_thread_or_connection(
+    own: tuple[Settings, FlaskClient, Runtime], tenant: TenantFixture, db: Database
+) -> None:
+    settings, client, runtime = own
+    held = create_agent(client, tenant.owner, [{"tool_calls": [write_memory(call_id="w")]}, {"text": "ok"}])
+    plain = create_agent(
+        client, tenant.owner, [{"tool_calls": [{"name": "ls", "args": {"path": "/"}}]}, {"text": "ok"}]
+    )
+    with worker(settings, concurrency=1, beat=False, name="leak"):
+        suspended = start_run(client, tenant.owner, held)
+        assert wait_for_state(client, tenant.owner, suspended, {"awaiting_approval"})["state"] == "awaiting_approval"
+        # The only slot is free: other runs finish while the first one waits for a human.
+        others = [start_run(client, tenant.owner, plain) for _ in range(3)]
+        for run_id in others:
+            assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+        stats = _stats(runtime)
+        assert stats["connections_checked_out"] == 0
+        assert not [name for name in stats["threads"] if str(name).startswith("heartbeat-")]  # type: ignore[attr-defined]
+        assert _open_transactions(db) == 0
+        assert decide(client, tenant.owner, suspended, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+        assert wait_for_state(client, tenant.owner, suspended, {"succeeded", "failed"})["state"] == "succeeded"
+
+
+def test_a_worker_dying_during_an_approved_call_loses_no_approval(
+    own: tuple[Settings, FlaskClient, Runtime], tenant: TenantFixture, db: Database
+) -> None:
+    """At-least-once for the approved batch: the decision survives, the batch runs again after the crash.
+
+    Effects inside PostgreSQL (the built-in file tools) commit with the batch's results, so they happen once;
+    an effect outside it (here a Redis counter) happens again.
+    """
+    settings, client, _ = own
+    key = uuid.uuid4().hex
+    edit = {"id": "e", "name": "edit_file", "args": {"file_path": MEMORY, "old_string": "x", "new_string": "xy"}}
+    slow = {"id": "s", "name": "slow_count", "args": {"key": key, "seconds": 30}}
+    agent_id = create_agent(
+        client, tenant.owner, [{"tool_calls": [edit, slow]}, {"text": "done"}], interrupt_on={"slow_count": True}
+    )
+    with db.transaction() as session:
+        session.add(File(id=uuid.uuid4(), tenant_id=tenant.id, agent_id=uuid.UUID(agent_id), path=MEMORY, content="x"))
+    with worker(settings, concurrency=1, beat=False, name="approved-doomed") as doomed:
+        run_id = start_run(client, tenant.owner, agent_id)
+        assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval"})["state"] == "awaiting_approval"
+        decisions = [{"tool_call_id": "e", "decision": "approve"}, {"tool_call_id": "s", "decision": "approve"}]
+        assert decide(client, tenant.owner, run_id, *decisions).status_code == 200
+        wait_until(lambda: executions(key) == 1, timeout=30)
+        os.killpg(doomed.pid, signal.SIGKILL)
+    with worker(settings, concurrency=1, beat=True, name="approved-rescuer"):
+        assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"}, timeout=60)["state"] == "succeeded"
+    results = tool_results(client, tenant.owner, run_id)
+    assert results["s"]["content"] == f"counted {key} (2)"
+    assert not results["e"]["is_error"]
+    assert {a["state"] for a in pending(client, tenant.owner, run_id, "all")} == {"decided"}
+    with db.transaction() as session:
+        content = session.scalar(select(File.content).where(File.agent_id == uuid.UUID(agent_id), File.path == MEMORY))
+    assert content == "xy", "the file edit of the crashed attempt was not rolled back"
+
+
+def test_the_beat_scheduled_sweeper_expires_a_stale_run(
+    own: tuple[Settings, FlaskClient, Runtime], tenant: TenantFixture
+) -> None:
+    settings, client, _ = own
+    settings = settings.replace(approval_ttl=timedelta(seconds=1), approval_sweep_interval=timedelta(seconds=0.5))
+    agent_id = create_agent(client, tenant.owner, [{"tool_calls": [write_memory(call_id="w")]}])
+    with worker(settings, concurrency=1, beat=True, name="sweeping"):
+        run_id = start_run(client, tenant.owner, agent_id)
+        run = wait_for_state(client, tenant.owner, run_id, {"failed", "succeeded"}, timeout=30)
+    assert (run["state"], run["error"]) == ("failed", "approval expired")
