@@ -21,6 +21,8 @@ class _Server(BaseApplication):  # type: ignore[misc]
             "accesslog": "/dev/stderr",
             "errorlog": "-",
             "graceful_timeout": 10,
+            # gunicorn's control socket lives in the user's home and would be shared by every server of the user.
+            "control_socket_disable": True,
         }
         for key, value in {**defaults, **self._options}.items():
             self.cfg.set(key, value)

@@ -114,5 +114,6 @@ def run_beat(settings: Settings) -> None:
 
 
 def _schedule_file(settings: Settings) -> str:
-    # Beat keeps only its last-run times here; losing the file merely runs each job once more.
-    return os.path.join(tempfile.gettempdir(), f"hango-beat-{settings.queue}-{os.getuid()}")
+    # Beat keeps only its last-run times here; losing the file merely runs each job once more. A folder per
+    # process keeps two schedulers (two standalones, parallel test runs) from sharing one file.
+    return os.path.join(tempfile.mkdtemp(prefix=f"hango-beat-{settings.queue}-"), "schedule")

