@@ -1,38 +1,42 @@
 #!/usr/bin/env bash
-# From a fresh clone to a running hango API: virtualenv, PostgreSQL and Redis on 127.0.0.1, schema, a tenant
-# with its owner, the API server, and a short tour of it. The server keeps running until Ctrl-C.
+# From a fresh clone to a live human-in-the-loop run: installs hango with its embedded PostgreSQL and Redis,
+# starts everything with `hango standalone`, creates a tenant, and plays the tour in deploy/tour.py — a run that
+# pauses on a write to /memories/AGENTS.md, a member's refused approval, an admin's approval, and the run finishing,
+# all watched live over Server-Sent Events. The server keeps running until Ctrl-C (HANGO_QUICKSTART_EXIT=1: stop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e .
-source deploy/local-services.sh
-ensure_postgres
-ensure_redis
+.venv/bin/python -m pip install --quiet -e '.[standalone]'
 
-database=${HANGO_QUICKSTART_DB:-hango}
-export HANGO_DATABASE_URL=${HANGO_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/$database}
-export HANGO_REDIS_URL=${HANGO_REDIS_URL:-redis://127.0.0.1:6379/0}
+data=${HANGO_QUICKSTART_DATA:-.hango/quickstart}
 port=${HANGO_PORT:-8000}
-hango=.venv/bin/hango
+mkdir -p "$data"
+rm -f "$data/standalone.json"
 
-psql -h 127.0.0.1 -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$database'" | grep -q 1 \
-  || psql -h 127.0.0.1 -U postgres -d postgres -qc "CREATE DATABASE \"$database\""
-$hango db upgrade
-
-mkdir -p .hango
-if [ ! -s .hango/quickstart-owner.json ]; then
-  $hango tenants create quickstart --owner-email "owner-$(date +%s)@example.com" --json > .hango/quickstart-owner.json
-fi
-token=$(.venv/bin/python -c 'import json; print(json.load(open(".hango/quickstart-owner.json"))["token"])')
-
-$hango api --host 127.0.0.1 --port "$port" --workers 1 &
+.venv/bin/hango standalone --data-dir "$data" --port "$port" &
 server=$!
-trap 'kill -TERM $server 2>/dev/null; wait $server' EXIT INT TERM
+trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT INT TERM
 
-.venv/bin/python deploy/tour.py "http://127.0.0.1:$port" "$token"
+for _ in $(seq 1 240); do
+  [ -s "$data/standalone.json" ] && break
+  kill -0 $server 2>/dev/null || { echo "hango standalone exited; see $data/logs" >&2; exit 1; }
+  sleep 0.5
+done
+[ -s "$data/standalone.json" ] || { echo "hango standalone did not start in time" >&2; exit 1; }
+
+json() { .venv/bin/python -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+if [ ! -s "$data/owner.json" ]; then
+  HANGO_DATABASE_URL=$(json "$data/standalone.json" database_url) \
+    .venv/bin/hango tenants create quickstart --owner-email "owner@quickstart.example" --json > "$data/owner.json"
+fi
+
+.venv/bin/python deploy/tour.py "http://127.0.0.1:$port" "$(json "$data/owner.json" token)"
+
+if [ "${HANGO_QUICKSTART_EXIT:-0}" = "1" ]; then
+  exit 0
+fi
 echo
-echo "hango is serving on http://127.0.0.1:$port (API docs: /docs). The owner's token is in .hango/quickstart-owner.json."
-echo "Press Ctrl-C to stop."
+echo "hango is serving on http://127.0.0.1:$port (API docs: /docs); data in $data. Press Ctrl-C to stop."
 wait $server

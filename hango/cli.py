@@ -169,3 +169,14 @@ def standalone_command(ctx: click.Context, data_dir: Path, host: str, port: int,
     except HangoError as exc:
         raise click.ClickException(str(exc)) from exc
     ctx.exit(code)
+
+
+@main.command("flower")
+@click.option("--port", default=5555, show_default=True, type=int)
+@click.option("--address", default="127.0.0.1", show_default=True)
+@click.pass_context
+def flower_command(ctx: click.Context, port: int, address: str) -> None:
+    """Flower, the Celery monitoring UI, on hango's broker."""
+    settings = _settings(ctx)
+    _require_services(settings)
+    _edge("tasks.worker").run_flower(settings, address, port)

@@ -44,6 +44,9 @@ def make_celery(settings: Settings) -> Celery:
         broker_transport_options={"visibility_timeout": int(time_limit * 2) + 60},
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
+        # Task events feed Flower's task list; they are cheap next to a run's own bookkeeping.
+        worker_send_task_events=True,
+        task_send_sent_event=True,
         worker_cancel_long_running_tasks_on_connection_loss=False,
         beat_schedule={
             "reconcile-runs": {

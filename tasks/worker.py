@@ -113,6 +113,11 @@ def run_beat(settings: Settings) -> None:
     app.start(["beat", f"--loglevel={settings.log_level}", f"--schedule={_schedule_file(settings)}"])
 
 
+def run_flower(settings: Settings, address: str, port: int) -> None:
+    """``hango flower``: Flower's web UI for the workers and tasks on hango's broker."""
+    create_worker_app(settings).start(["flower", f"--address={address}", f"--port={port}"])
+
+
 def _schedule_file(settings: Settings) -> str:
     # Beat keeps only its last-run times here; losing the file merely runs each job once more. A folder per
     # process keeps two schedulers (two standalones, parallel test runs) from sharing one file.

@@ -146,3 +146,24 @@ def test_the_api_serves_real_http_and_stops_cleanly_on_sigterm(cli_database: str
             server.kill()
             raise
     assert returncode == 0
+
+
+def test_flower_serves_its_ui_on_hangos_broker(cli_database: str) -> None:
+    env = _env(HANGO_DATABASE_URL=cli_database, HANGO_REDIS_URL=REDIS_URL)
+    port = _free_port()
+    flower = subprocess.Popen([*HANGO, "flower", "--port", str(port)], env=env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        status = 0
+        while time.monotonic() < deadline and status != 200:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:  # noqa: S310
+                    status = response.status
+                    page = response.read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert status == 200
+        assert "Flower" in page
+    finally:
+        flower.send_signal(signal.SIGTERM)
+        flower.wait(timeout=30)
