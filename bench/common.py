@@ -62,7 +62,10 @@ def environment(settings: Settings) -> dict[str, str]:
     for name, value in vars(settings).items():
         if value is None or value == ():
             continue
-        env[f"HANGO_{name.upper()}"] = f"{value.total_seconds()}" if isinstance(value, timedelta) else str(value)
+        if isinstance(value, tuple):
+            env[f"HANGO_{name.upper()}"] = ",".join(value)
+        else:
+            env[f"HANGO_{name.upper()}"] = f"{value.total_seconds()}" if isinstance(value, timedelta) else str(value)
     env["HANGO_LOG_LEVEL"] = "WARNING"
     return env
 
