@@ -157,7 +157,7 @@ def test_flower_serves_its_ui_on_hangos_broker(cli_database: str) -> None:
         status = 0
         while time.monotonic() < deadline and status != 200:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:  # noqa: S310
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
                     status = response.status
                     page = response.read().decode()
             except OSError:
