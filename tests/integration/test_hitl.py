@@ -448,3 +448,20 @@ def test_every_decision_is_audited_without_arguments_or_messages(
         everything = session.scalars(select(AuditEvent).where(AuditEvent.tenant_id == tenant.id)).all()
         dumped = json.dumps([[r.detail, r.target_id, r.action] for r in everything])
     assert secret not in dumped
+
+
+def test_requests_and_decisions_are_logged_at_info_with_the_reviewer_trail(
+    client: FlaskClient, tenant: TenantFixture, caplog: pytest.LogCaptureFixture
+) -> None:
+    run_id = suspended_run(client, tenant, [{"tool_calls": [write_memory(call_id="w")]}])
+    with caplog.at_level("INFO", logger="hango.approvals"):
+        assert decide(client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    [record] = [r for r in caplog.records if r.getMessage() == "approval decided"]
+    assert record.levelname == "INFO"
+    assert (record.run_id, record.tool, record.tool_call_id, record.decision, record.decided_by) == (  # type: ignore[attr-defined]
+        run_id,
+        "write_file",
+        "w",
+        "approve",
+        str(tenant.owner.user_id),
+    )

@@ -137,3 +137,26 @@ def test_overlap_is_forced_not_hoped_for(app: Flask, tenant: TenantFixture, db: 
         assert not any(future.done() for future in futures)
         done.set()
     assert sorted(future.result() for future in futures) == [200, 409]
+
+
+def test_two_sweepers_at_once_expire_each_run_once(
+    app: Flask, tenant: TenantFixture, db: Database, settings: Settings
+) -> None:
+    from hango.run.expiry import expire_stale
+    from tests.integration.hitl_helpers import audit_rows
+
+    sweeper = Runtime.build(settings.replace(approval_ttl=timedelta(0)), db=db)
+    runs = _suspended_runs(app, tenant, 10)
+    with ThreadPoolExecutor(2) as pool, _run_locked(db, runs[0]):
+        futures = [pool.submit(expire_stale, sweeper) for _ in range(2)]
+        wait_until(lambda: _waiting_on_run_locks(db) == 2, timeout=20, interval=0.01)
+    expired = [future.result(timeout=60) for future in futures]
+    assert sum(expired) >= len(runs)
+    client = app.test_client()
+    for run_id in runs:
+        run = client.get(f"/v1/runs/{run_id}", headers=tenant.owner.headers).json
+        assert (run["state"], run["error"]) == ("failed", "approval expired")
+        assert event_types(db, run_id).count("run.finished") == 1
+    rows = list(audit_rows(db, tenant.id, "approval.expire"))
+    per_approval = [row.target_id for row in rows]
+    assert len(per_approval) == len(set(per_approval)), "an approval was expired twice"
