@@ -141,7 +141,7 @@ def decide(runtime: Runtime, principal: Principal, run_id: uuid.UUID, body: Any)
         run.state, run.awaiting_since, run.updated_at = "queued", None, now
         run.queue_generation += 1
         for row in chosen:
-            work.emit(run, "approval.decided", _decided_event(row))
+            work.emit(run, "approval.decided", store.decided_event(row))
         work.emit(run, "run.queued", {"reason": "approvals decided"})
         work.enqueue_after_commit(run)
     for row in chosen:
@@ -248,16 +248,6 @@ def _check_complete(run: Run, rows: list[PendingApproval], chosen: list[PendingA
             f"{len(remaining)} pending call(s) of this run have no decision; decide them all in one request",
             [{"id": str(row.id), "tool_call_id": row.tool_call_id, "tool_name": row.tool_name} for row in remaining],
         )
-
-
-def _decided_event(row: PendingApproval) -> dict[str, Any]:
-    return {
-        "approval_id": str(row.id),
-        "tool_call_id": row.tool_call_id,
-        "tool_name": row.tool_name,
-        "decision": row.decision,
-        "decided_by": str(row.decided_by),
-    }
 
 
 def list_for_run(

@@ -119,7 +119,7 @@ def _suspend(runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: L
             run.state, run.awaiting_since, run.updated_at = "awaiting_approval", now, now
             run.lease_owner, run.lease_expires_at = None, None
             for row in rows:
-                work.emit(run, "approval.requested", requested_event(row))
+                work.emit(run, "approval.requested", approval_store.requested_event(row))
             work.emit(run, "run.awaiting_approval", {"pending": [str(row.id) for row in rows]})
     except RunStopped:
         return "stopped"
@@ -134,18 +134,6 @@ def _suspend(runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: L
             },
         )
     return "suspended"
-
-
-def requested_event(row: PendingApproval) -> dict[str, Any]:
-    """The data of an ``approval.requested`` event."""
-    return {
-        "approval_id": str(row.id),
-        "tool_call_id": row.tool_call_id,
-        "tool_name": row.tool_name,
-        "arguments": row.arguments,
-        "allowed_decisions": list(row.allowed_decisions),
-        "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
-    }
 
 
 def _drive(runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> tuple[Outcome, LoopState]:

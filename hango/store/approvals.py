@@ -37,6 +37,29 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
     }
 
 
+def requested_event(row: PendingApproval) -> dict[str, Any]:
+    """The data of an ``approval.requested`` event."""
+    return {
+        "approval_id": str(row.id),
+        "tool_call_id": row.tool_call_id,
+        "tool_name": row.tool_name,
+        "arguments": row.arguments,
+        "allowed_decisions": list(row.allowed_decisions),
+        "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
+    }
+
+
+def decided_event(row: PendingApproval) -> dict[str, Any]:
+    """The data of an ``approval.decided`` event (never the edited arguments or the human's message)."""
+    return {
+        "approval_id": str(row.id),
+        "tool_call_id": row.tool_call_id,
+        "tool_name": row.tool_name,
+        "decision": row.decision,
+        "decided_by": str(row.decided_by) if row.decided_by else None,
+    }
+
+
 def _filtered(statement: Select[PendingApproval], state: str) -> Select[PendingApproval]:
     return statement if state == "all" else statement.where(PendingApproval.state == state)
 
