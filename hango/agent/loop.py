@@ -19,7 +19,7 @@ from typing import Protocol
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
 from hango.agent.middleware.base import Chain, LoopScope, LoopServices, ModelCall, Phase, ToolCallRequest
 from hango.agent.models.base import Model, ModelError, ModelRequest, ToolSpec
-from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome
+from hango.agent.state import SUSPENDED_BATCH, AwaitingApproval, Done, Failed, LoopState, Outcome
 from hango.agent.tools.base import ToolContext, ToolRegistry, execute
 from hango.errors import HangoError
 from hango.store.files import FileSystem
@@ -161,6 +161,7 @@ class AgentLoop:
             if scope.pending:
                 pending = tuple(scope.pending)
                 scope.pending.clear()
+                scope.state.private[SUSPENDED_BATCH] = [call.id for call in calls]
                 return AwaitingApproval(pending=pending, batch=tuple(call.id for call in calls))
             results = []
             for call in calls:
@@ -170,6 +171,7 @@ class AgentLoop:
                 )
                 batch.tool_finished(call, result)
                 results.append(result)
+            scope.state.private.pop(SUSPENDED_BATCH, None)
             [message] = batch.append([Message(role="tool", content=[r.block() for r in results])], scope.state)
         scope.state.messages.append(message)
         return None

@@ -9,6 +9,9 @@ from hango.agent.messages import Message
 from hango.errors import HangoError
 
 STATE_VERSION = 1
+# The calls of a batch held back by a suspension, kept in the private area until the batch finally runs. The
+# repair middleware leaves them alone: they are not dangling, they are waiting (or about to run, once decided).
+SUSPENDED_BATCH = "suspended_batch"
 
 
 class StateVersionError(HangoError):

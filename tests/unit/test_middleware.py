@@ -16,7 +16,7 @@ from hango.agent.middleware.base import (
     ToolHandler,
 )
 from hango.agent.middleware.memory import MEMORY_PATH, Memory
-from hango.agent.middleware.repair import DECIDED_KEY, INTERRUPTED, RepairToolCalls
+from hango.agent.middleware.repair import INTERRUPTED, RepairToolCalls
 from hango.agent.middleware.stack import SLOTS, default_middlewares
 from hango.agent.models.base import ModelRequest, ToolSpec
 from hango.agent.state import LoopState
@@ -102,12 +102,12 @@ def test_repair_answers_only_the_dangling_calls() -> None:
     assert scope.state.messages[-1] is repair
 
 
-def test_repair_skips_calls_with_a_decided_approval() -> None:
+def test_repair_skips_the_calls_of_a_suspended_batch() -> None:
     history = [
         Message("user", [text_block("go")]),
         _assistant(ToolCall("b", "write_file", {}), ToolCall("c", "ls", {})),
     ]
-    scope = _scope(history, {DECIDED_KEY: ["b"]})
+    scope = _scope(history, {SUSPENDED_BATCH: ["b"]})
     RepairToolCalls().before_run(scope)
     [repair] = scope.added
     assert [block["tool_use_id"] for block in repair.content] == ["c"]

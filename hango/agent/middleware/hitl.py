@@ -21,7 +21,6 @@ from typing import Any
 from hango.agent.interrupts import InterruptRule
 from hango.agent.messages import ToolResult
 from hango.agent.middleware.base import Middleware, PendingCall, ToolCallRequest, ToolHandler
-from hango.agent.middleware.repair import DECIDED_KEY
 from hango.agent.state import LoopState
 
 log = logging.getLogger(__name__)
@@ -92,27 +91,20 @@ class HumanInTheLoop(Middleware):
 
 
 def _consume(request: ToolCallRequest, call_id: str) -> None:
-    """Forget a call's decision and batch membership as it executes; saved atomically with the batch's results."""
+    """Forget a call's decision as it executes; the state is saved atomically with the batch's results."""
     private = request.scope.state.private
-    private.get(DECISIONS_KEY, {}).pop(call_id, None)
-    decided = [item for item in private.get(DECIDED_KEY, []) if item != call_id]
-    for key, value in ((DECISIONS_KEY, private.get(DECISIONS_KEY)), (DECIDED_KEY, decided)):
-        if value:
-            private[key] = value
-        else:
-            private.pop(key, None)
+    decisions = private.get(DECISIONS_KEY, {})
+    decisions.pop(call_id, None)
+    if not decisions:
+        private.pop(DECISIONS_KEY, None)
 
 
 def load_decisions(state: LoopState, decisions: Mapping[str, Mapping[str, Any]]) -> None:
     """Put a resumed loop's decisions into its private area; must run before ``before_run``.
 
-    Only decisions for calls still unanswered count. The whole suspended batch (the last assistant message's
-    unanswered calls) is marked decided, so the repair middleware leaves every call of it alone: the decided
-    ones are about to execute, and their siblings were held back only because of them.
+    Only decisions for calls still unanswered count: a decided call whose result is stored has been consumed.
     """
-    unanswered = state.unanswered_calls()
+    unanswered = set(state.unanswered_calls())
     live = {call_id: dict(decision) for call_id, decision in decisions.items() if call_id in unanswered}
-    if not live:
-        return
-    state.private[DECISIONS_KEY] = live
-    state.private[DECIDED_KEY] = unanswered
+    if live:
+        state.private[DECISIONS_KEY] = live

@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from hango.agent.messages import Message, ToolResult
 from hango.agent.middleware.base import LoopScope, Middleware
+from hango.agent.state import SUSPENDED_BATCH
 
 INTERRUPTED = "tool call interrupted"
-DECIDED_KEY = "decided_calls"
 
 
 class RepairToolCalls(Middleware):
     """Give every truly dangling ``tool_use`` a synthetic error result, so the history is valid again.
 
-    A call is dangling when no result answers it. Calls listed in the state's private area under
-    ``decided_calls`` are not dangling: a human decided them and the loop is about to execute them.
+    A call is dangling when no result answers it. The calls of a suspended batch (the state's
+    ``suspended_batch``: every decided call, and the siblings held back with them) are not dangling: the loop is
+    about to re-drive them. Run before decisions are loaded, this hook would destroy the approvals it is given.
     """
 
     name = "repair_tool_calls"
 
     def before_run(self, scope: LoopScope) -> None:
         """Answer dangling calls with "tool call interrupted" error results."""
-        decided = set(scope.state.private.get(DECIDED_KEY, []))
-        dangling = [call_id for call_id in scope.state.unanswered_calls() if call_id not in decided]
+        held = set(scope.state.private.get(SUSPENDED_BATCH, []))
+        dangling = [call_id for call_id in scope.state.unanswered_calls() if call_id not in held]
         if dangling:
             results = [ToolResult(call_id, INTERRUPTED, is_error=True).block() for call_id in dangling]
             scope.add_message(Message(role="tool", content=results))
