@@ -19,7 +19,7 @@ from hango.agent.middleware.memory import MEMORY_PATH, Memory
 from hango.agent.middleware.repair import INTERRUPTED, RepairToolCalls
 from hango.agent.middleware.stack import SLOTS, default_middlewares
 from hango.agent.models.base import ModelRequest, ToolSpec
-from hango.agent.state import LoopState
+from hango.agent.state import SUSPENDED_BATCH, LoopState
 from tests.unit.fakes import MemoryPort
 
 
