@@ -123,6 +123,7 @@ class Settings:
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     tool_modules: tuple[str, ...] = ()
+    max_subagent_depth: int = 3
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -185,6 +186,7 @@ _PARSERS: dict[str, Callable[[str], object]] = {
     "openai_base_url": parse_http_url,
     "openai_api_key": str,
     "tool_modules": parse_module_list,
+    "max_subagent_depth": parse_positive_int,
 }
 
 

@@ -17,7 +17,15 @@ from functools import partial
 from typing import Protocol
 
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
-from hango.agent.middleware.base import Chain, LoopScope, LoopServices, ModelCall, Phase, ToolCallRequest
+from hango.agent.middleware.base import (
+    Chain,
+    LoopScope,
+    LoopServices,
+    ModelCall,
+    PendingCall,
+    Phase,
+    ToolCallRequest,
+)
 from hango.agent.models.base import Model, ModelError, ModelRequest, ToolSpec
 from hango.agent.state import SUSPENDED_BATCH, AwaitingApproval, Done, Failed, LoopState, Outcome
 from hango.agent.tools.base import ToolContext, ToolRegistry, execute
@@ -29,6 +37,14 @@ log = logging.getLogger(__name__)
 
 class RunStopped(HangoError):
     """The run was cancelled or this worker lost its lease; the loop stops without writing anything more."""
+
+
+class SuspendBatch(HangoError):
+    """Raised by a delegating tool whose child loop suspended; the parent's whole batch suspends with it."""
+
+    def __init__(self, pending: Sequence[PendingCall]) -> None:
+        super().__init__("a child loop is waiting for a human")
+        self.pending = tuple(pending)
 
 
 class BatchScope(Protocol):
@@ -163,18 +179,35 @@ class AgentLoop:
                 scope.pending.clear()
                 scope.state.private[SUSPENDED_BATCH] = [call.id for call in calls]
                 return AwaitingApproval(pending=pending, batch=tuple(call.id for call in calls))
-            results = []
-            for call in calls:
-                self._port.tool_started(call)
-                result = batch.isolated(
-                    call, partial(self._chain.tool_call, self._request(scope, call, batch.files), self._execute)
-                )
-                batch.tool_finished(call, result)
-                results.append(result)
+            results: dict[str, ToolResult] = {}
+            waiting: list[PendingCall] = []
+            # Delegating calls (children) run first: if one suspends, no other call of the batch has run.
+            for call in sorted(calls, key=lambda call: not self._delegates(call)):
+                if waiting and not self._delegates(call):
+                    break
+                try:
+                    results[call.id] = self._execute_one(scope, call, batch)
+                except SuspendBatch as suspended:
+                    waiting.extend(suspended.pending)
+            if waiting:
+                scope.state.private[SUSPENDED_BATCH] = [call.id for call in calls]
+                return AwaitingApproval(pending=tuple(waiting), batch=tuple(call.id for call in calls))
             scope.state.private.pop(SUSPENDED_BATCH, None)
-            [message] = batch.append([Message(role="tool", content=[r.block() for r in results])], scope.state)
+            blocks = [results[call.id].block() for call in calls]
+            [message] = batch.append([Message(role="tool", content=blocks)], scope.state)
         scope.state.messages.append(message)
         return None
+
+    def _delegates(self, call: ToolCall) -> bool:
+        tool = self._tools.get(call.name)
+        return tool is not None and tool.delegates
+
+    def _execute_one(self, scope: LoopScope, call: ToolCall, batch: BatchScope) -> ToolResult:
+        self._port.tool_started(call)
+        request = self._request(scope, call, batch.files)
+        result = batch.isolated(call, partial(self._chain.tool_call, request, self._execute))
+        batch.tool_finished(call, result)
+        return result
 
     def _request(
         self, scope: LoopScope, call: ToolCall, files: FileSystem, phase: Phase = "execute"
@@ -187,6 +220,7 @@ class AgentLoop:
             tool_call_id=call.id,
             files=files,
             subagent_call_id=services.subagent_call_id,
+            extras=services.extras,
         )
         return ToolCallRequest(call, self._tools.get(call.name), context, scope, phase)
 

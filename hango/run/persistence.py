@@ -10,20 +10,20 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
 from hango.agent.state import LoopState, dump_state
-from hango.models import Run
+from hango.models import Run, SubagentCall
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.store.files import FileSystem
 from hango.store.messages import insert_message, message_json, to_message
@@ -56,11 +56,24 @@ def write_messages(
         row = insert_message(work.session, run, message, subagent_call_id)
         work.emit(run, "message.created", message_json(row))
         stored.append(to_message(row))
+    save_state(work.session, run, state, subagent_call_id)
     if subagent_call_id is None:
-        run.state_json = dump_state(state)
         run.turn += sum(1 for message in messages if message.role == "assistant")
     run.updated_at = datetime.now(UTC)
     return stored
+
+
+def save_state(session: Session, run: Run, state: LoopState, subagent_call_id: uuid.UUID | None) -> None:
+    """Store a loop's state: the run's own in ``runs.state_json``, a child's in its ``subagent_calls`` row."""
+    if subagent_call_id is None:
+        run.state_json = dump_state(state)
+        return
+    session.execute(
+        update(SubagentCall)
+        .where(SubagentCall.id == subagent_call_id, SubagentCall.run_id == run.id)
+        .values(state_json=dump_state(state)),
+        execution_options={"synchronize_session": False},
+    )
 
 
 @dataclass
@@ -70,6 +83,7 @@ class _Batch:
     work: Work
     lease: Lease
     files: FileSystem
+    subagent_call_id: uuid.UUID | None
     finished: list[dict[str, Any]] = field(default_factory=list)
 
     def tool_finished(self, call: ToolCall, result: ToolResult) -> None:
@@ -87,22 +101,32 @@ class _Batch:
         run = locked_active_run(self.work.session, self.lease)
         for data in self.finished:
             self.work.emit(run, "tool.finished", data)
-        return write_messages(self.work, run, messages, state)
+        return write_messages(self.work, run, messages, state, self.subagent_call_id)
 
 
 class RunPersistence:
-    """Implements the loop's port and the middlewares' services for one top-level run."""
+    """Implements the loop's port and the middlewares' services for one loop of a run: the run's own loop, or a
+    subagent's (``subagent_call_id``), whose messages carry the child's id and whose state lives in its row."""
 
-    subagent_call_id: uuid.UUID | None = None
-
-    def __init__(self, runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        run: Run,
+        lease: Lease,
+        stop: threading.Event,
+        *,
+        subagent_call_id: uuid.UUID | None = None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> None:
         self._runtime = runtime
         self._lease = lease
         self._stop = stop
         self.tenant_id = run.tenant_id
         self.agent_id = run.agent_id
         self.run_id = run.id
+        self.subagent_call_id = subagent_call_id
         self.agent: dict[str, Any] = dict(run.agent_snapshot)
+        self.extras: Mapping[str, Any] = extras or {}
 
     def check_active(self) -> None:
         """Stop between steps when the heartbeat lost the lease or the run left ``running``."""
@@ -120,7 +144,12 @@ class RunPersistence:
             if usage is not None:
                 run.input_tokens += usage.input_tokens
                 run.output_tokens += usage.output_tokens
-            return write_messages(work, run, messages, state)
+            return write_messages(work, run, messages, state, self.subagent_call_id)
+
+    def save_state(self, state: LoopState) -> None:
+        """Store the loop's state alone (a child suspending inside its parent's batch)."""
+        with unit_of_work(self._runtime) as work:
+            save_state(work.session, locked_active_run(work.session, self._lease), state, self.subagent_call_id)
 
     def tool_started(self, call: ToolCall) -> None:
         """Emit ``tool.started`` before the call runs."""
@@ -132,7 +161,7 @@ class RunPersistence:
     def batch(self) -> Iterator[_Batch]:
         """The batch's transaction: tools' file changes and the batch's results commit together or not at all."""
         with unit_of_work(self._runtime) as work:
-            yield _Batch(work, self._lease, self._files(work.session))
+            yield _Batch(work, self._lease, self._files(work.session), self.subagent_call_id)
 
     @contextmanager
     def files(self) -> Iterator[FileSystem]:

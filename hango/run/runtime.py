@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from hango.agent.tools.base import ToolRegistry
 from hango.agent.tools.filesystem import builtin_registry
+from hango.agent.tools.task import TASK_TOOL
 from hango.config import Settings
 from hango.db import Database
 from hango.models import Run
@@ -39,6 +40,7 @@ class Runtime:
         """Wire a runtime from settings; nothing connects until first use."""
         client = redis.Redis.from_url(settings.require_redis_url(), socket_timeout=5, socket_connect_timeout=5)
         tools = builtin_registry()
+        tools.add(TASK_TOOL)
         tools.load_entry_points()
         tools.load_modules(settings.tool_modules)
         return cls(

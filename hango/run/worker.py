@@ -10,20 +10,17 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
 from sqlalchemy import func, select, update
 
-from hango.agent.loop import AgentLoop, LoopConfig, RunStopped
-from hango.agent.middleware.hitl import load_decisions
-from hango.agent.middleware.stack import default_chain
-from hango.agent.models.factory import build_model
+from hango.agent.loop import RunStopped
 from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, dump_state, load_private
 from hango.models import PendingApproval, Run
-from hango.run.persistence import Lease, RunPersistence, locked_active_run
+from hango.run.persistence import Lease, locked_active_run
 from hango.run.runtime import Runtime, unit_of_work
+from hango.run.subagents import Loops, LoopSpec
 from hango.store import approvals as approval_store
-from hango.store.messages import loop_history
 
 log = logging.getLogger(__name__)
 Execution = Literal["skipped", "finished", "stopped", "suspended"]
@@ -83,17 +80,6 @@ def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -
     return _finish(runtime, lease, outcome)
 
 
-def decision_of(row: PendingApproval) -> dict[str, Any]:
-    """The decision of an approval row, as the HITL middleware applies it."""
-    return {
-        "decision": row.decision,
-        "args": row.decision_args,
-        "message": row.decision_message,
-        "decided_by": str(row.decided_by) if row.decided_by else None,
-        "approval_id": str(row.id),
-    }
-
-
 def _suspend(runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: LoopState) -> Execution:
     """Persist the batch's pending approvals, the state and the ``awaiting_approval`` transition in one transaction."""
     try:
@@ -110,6 +96,7 @@ def _suspend(runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: L
                     tool_name=pending.call.name,
                     arguments=pending.call.input,
                     allowed_decisions=list(pending.allowed_decisions),
+                    subagent_call_id=pending.subagent_call_id,
                 )
                 for pending in outcome.pending
             ]
@@ -137,28 +124,7 @@ def _suspend(runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: L
 
 
 def _drive(runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> tuple[Outcome, LoopState]:
-    snapshot = run.agent_snapshot
-    with runtime.db.transaction() as session:
-        history = loop_history(session, run.id, None)
-        decided = approval_store.decided_unanswered(session, run, None)
-    state = LoopState(messages=history, private=load_private(run.state_json))
-    # Decisions go into the state before any before_run hook, so the repair middleware sees them.
-    load_decisions(state, {row.tool_call_id: decision_of(row) for row in decided})
-    persistence = RunPersistence(runtime, run, lease, stop)
-    loop = AgentLoop(
-        LoopConfig(
-            system_prompt=snapshot.get("system_prompt", ""),
-            tool_names=tuple(snapshot.get("tools", [])),
-            max_turns=int(snapshot.get("max_turns", 50)),
-            max_tokens=snapshot.get("max_tokens"),
-        ),
-        build_model(snapshot["model"], runtime.settings, scope=str(run.id)),
-        default_chain(snapshot.get("tools", []), snapshot.get("interrupt_on")),
-        runtime.tools,
-        persistence,
-        persistence,
-    )
-    return loop.run(state), state
+    return Loops(runtime, run, lease, stop).drive(LoopSpec.of_agent(run.agent_snapshot), None, depth=0)
 
 
 def _finish(runtime: Runtime, lease: Lease, outcome: Outcome) -> Execution:

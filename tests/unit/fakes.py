@@ -56,6 +56,7 @@ class MemoryPort:
     run_id: uuid.UUID = field(default_factory=uuid.uuid4)
     subagent_call_id: uuid.UUID | None = None
     agent: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
 
     def check_active(self) -> None:
         if self.stop_after is not None and len(self.stored) >= self.stop_after:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -23,6 +23,7 @@ class LoopServices(Protocol):
     run_id: uuid.UUID
     subagent_call_id: uuid.UUID | None
     agent: dict[str, Any]
+    extras: Mapping[str, Any]
 
     def files(self) -> AbstractContextManager[FileSystem]:
         """A read view of the run's filesystem in a short transaction."""
@@ -31,10 +32,11 @@ class LoopServices(Protocol):
 
 @dataclass(frozen=True)
 class PendingCall:
-    """A call of the current batch that must wait for a human, with the decisions a human may take."""
+    """A call that must wait for a human, with the decisions a human may take and the child loop it belongs to."""
 
     call: ToolCall
     allowed_decisions: tuple[str, ...]
+    subagent_call_id: uuid.UUID | None = None
 
 
 @dataclass

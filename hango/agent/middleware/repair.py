@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from hango.agent.messages import Message, ToolResult
 from hango.agent.middleware.base import LoopScope, Middleware
 from hango.agent.state import SUSPENDED_BATCH
@@ -19,9 +21,16 @@ class RepairToolCalls(Middleware):
 
     name = "repair_tool_calls"
 
+    def __init__(self, resumable: Iterable[str] = ()) -> None:
+        # Calls of these tools (the task tool) are re-driven instead: their child loop resumes where it stopped.
+        self.resumable = frozenset(resumable)
+
     def before_run(self, scope: LoopScope) -> None:
         """Answer dangling calls with "tool call interrupted" error results."""
         held = set(scope.state.private.get(SUSPENDED_BATCH, []))
+        held |= {
+            call.id for message in scope.state.messages for call in message.tool_calls if call.name in self.resumable
+        }
         dangling = [call_id for call_id in scope.state.unanswered_calls() if call_id not in held]
         if dangling:
             results = [ToolResult(call_id, INTERRUPTED, is_error=True).block() for call_id in dangling]

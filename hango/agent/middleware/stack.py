@@ -16,6 +16,7 @@ from hango.agent.middleware.repair import RepairToolCalls
 # shapes the prompt. Human-in-the-loop sits after Memory and before the allowlist, so the allowlist stays the
 # innermost guard: no decision, not even an approval, can run a tool the agent is not allowed. In the plan phase
 # the HITL middleware asks the inner layers first and never suspends a call they would refuse anyway.
+TASK_TOOL = "task"
 SLOTS: tuple[str, ...] = ("repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist")
 
 
@@ -29,7 +30,7 @@ def default_middlewares(
     ``overrides`` replaces or empties slots by name; emptying ``human_in_the_loop`` disables interrupts entirely.
     """
     slots: dict[str, Middleware | None] = {
-        "repair_tool_calls": RepairToolCalls(),
+        "repair_tool_calls": RepairToolCalls(resumable=[TASK_TOOL]),
         "memory": Memory(),
         "human_in_the_loop": HumanInTheLoop(compile_rules(interrupt_on)),
         "tool_allowlist": ToolAllowlist(tools),

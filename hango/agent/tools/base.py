@@ -44,12 +44,17 @@ Handler = Callable[[ToolContext, dict[str, Any]], str]
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool: name, description, JSON Schema parameters and a handler returning the result text."""
+    """A tool: name, description, JSON Schema parameters and a handler returning the result text.
+
+    A ``delegates`` tool runs a child loop (the ``task`` tool): it runs before the other calls of its batch, may
+    suspend the batch from inside the child, and is re-driven rather than repaired after a crash.
+    """
 
     name: str
     description: str
     parameters: dict[str, Any]
     handler: Handler
+    delegates: bool = False
 
     def spec(self) -> ToolSpec:
         """What the model is told about this tool."""

@@ -1,0 +1,213 @@
+"""Subagents: the child loops of ``task`` calls, durable under ``subagent_calls`` rows.
+
+A child is a loop of its own — its model, prompt, tools and middleware stack — whose messages are stored with
+the run's (one sequence per run) under the child's ``subagent_call_id``, and whose private state lives in its row.
+Calling ``task`` again with the same call id (a parent resuming after a suspension or a crash) never starts the
+child over: a finished child returns its stored result, an unfinished one resumes where it stopped — decided
+approvals loaded, its suspended batch re-driven, its own dangling calls repaired.
+
+Inheritance: a declarative subagent uses the parent's ``interrupt_on`` (merged over the default rules) unless it
+declares its own (``interrupt_on`` present and not null), which is merged over the defaults instead. The built-in
+``general-purpose`` subagent inherits the parent's model, prompt, tools and rules.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from hango.agent.loop import AgentLoop, LoopConfig, SuspendBatch
+from hango.agent.messages import Message, text_block
+from hango.agent.middleware.base import PendingCall
+from hango.agent.middleware.hitl import load_decisions
+from hango.agent.middleware.stack import default_chain
+from hango.agent.models.factory import build_model
+from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome, load_private
+from hango.agent.tools.base import ToolError
+from hango.agent.tools.task import GENERAL_PURPOSE, RUNNER_KEY
+from hango.models import PendingApproval, Run, SubagentCall
+from hango.run.persistence import Lease, RunPersistence, locked_active_run, write_messages
+from hango.run.runtime import Runtime, unit_of_work
+from hango.store import approvals as approval_store
+from hango.store.messages import loop_history
+
+
+def decision_of(row: PendingApproval) -> dict[str, Any]:
+    """The decision of an approval row, as the HITL middleware applies it."""
+    return {
+        "decision": row.decision,
+        "args": row.decision_args,
+        "message": row.decision_message,
+        "decided_by": str(row.decided_by) if row.decided_by else None,
+        "approval_id": str(row.id),
+    }
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """What a loop is made of: the parts of an agent (or subagent) configuration the loop needs."""
+
+    system_prompt: str
+    model: dict[str, Any]
+    tools: tuple[str, ...]
+    interrupt_on: dict[str, Any] | None
+    max_turns: int
+    max_tokens: int | None = None
+
+    @classmethod
+    def of_agent(cls, snapshot: dict[str, Any]) -> LoopSpec:
+        """The spec of a run's own loop."""
+        return cls(
+            system_prompt=snapshot.get("system_prompt", ""),
+            model=snapshot["model"],
+            tools=tuple(snapshot.get("tools", [])),
+            interrupt_on=snapshot.get("interrupt_on"),
+            max_turns=int(snapshot.get("max_turns", 50)),
+            max_tokens=snapshot.get("max_tokens"),
+        )
+
+
+class Loops:
+    """Builds and drives the loops of one claimed run: its own, and its children's, at any depth."""
+
+    def __init__(self, runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> None:
+        self.runtime = runtime
+        self.run = run
+        self.lease = lease
+        self.stop = stop
+        self.snapshot: dict[str, Any] = run.agent_snapshot
+
+    def drive(self, spec: LoopSpec, subagent_call_id: uuid.UUID | None, depth: int) -> tuple[Outcome, LoopState]:
+        """Run (or resume) one loop from its stored history, state and decisions."""
+        with self.runtime.db.transaction() as session:
+            history = loop_history(session, self.run.id, subagent_call_id)
+            decided = approval_store.decided_unanswered(session, self.run, subagent_call_id)
+            stored = self._stored_state(session, subagent_call_id)
+        state = LoopState(messages=history, private=load_private(stored))
+        # Decisions go into the state before any before_run hook runs.
+        load_decisions(state, {row.tool_call_id: decision_of(row) for row in decided})
+        runner = ChildRunner(self, spec, subagent_call_id, depth)
+        port = RunPersistence(
+            self.runtime,
+            self.run,
+            self.lease,
+            self.stop,
+            subagent_call_id=subagent_call_id,
+            extras={RUNNER_KEY: runner},
+        )
+        scope = str(subagent_call_id or self.run.id)
+        loop = AgentLoop(
+            LoopConfig(spec.system_prompt, spec.tools, spec.max_turns, spec.max_tokens),
+            build_model(spec.model, self.runtime.settings, scope=scope),
+            default_chain(spec.tools, spec.interrupt_on),
+            self.runtime.tools,
+            port,
+            port,
+        )
+        outcome = loop.run(state)
+        if isinstance(outcome, AwaitingApproval) and subagent_call_id is not None:
+            port.save_state(state)
+        return outcome, state
+
+    def _stored_state(self, session: Any, subagent_call_id: uuid.UUID | None) -> dict[str, Any]:
+        if subagent_call_id is None:
+            return dict(self.run.state_json or {})
+        stored = session.scalar(select(SubagentCall.state_json).where(SubagentCall.id == subagent_call_id))
+        return dict(stored or {})
+
+
+class ChildRunner:
+    """The ``task`` tool's engine inside one loop: it starts or resumes that loop's children."""
+
+    def __init__(self, loops: Loops, parent: LoopSpec, parent_call_id: uuid.UUID | None, depth: int) -> None:
+        self._loops = loops
+        self._parent = parent
+        self._parent_call_id = parent_call_id
+        self._depth = depth
+
+    def __call__(self, tool_call_id: str, subagent_type: str, description: str) -> str:
+        """The child's final text; a waiting child suspends the caller's batch with its pending calls."""
+        limit = self._loops.runtime.settings.max_subagent_depth
+        if self._depth >= limit:
+            raise ToolError(f"subagents may nest at most {limit} deep; do this work yourself")
+        spec = self._spec(subagent_type)
+        call = self._start(tool_call_id, subagent_type, description)
+        if call.state == "succeeded":
+            return call.result or ""
+        if call.state == "failed":
+            raise ToolError(f"subagent {subagent_type} failed: {call.result}")
+        outcome, _ = self._loops.drive(spec, call.id, self._depth + 1)
+        return self._settle(call, outcome)
+
+    def _spec(self, subagent_type: str) -> LoopSpec:
+        if subagent_type == GENERAL_PURPOSE:
+            return self._parent
+        declared = {item["name"]: item for item in self._loops.snapshot.get("subagents", [])}
+        if subagent_type not in declared:
+            known = ", ".join(sorted([*declared, GENERAL_PURPOSE]))
+            raise ToolError(f"unknown subagent_type {subagent_type!r}; use one of: {known}")
+        item = declared[subagent_type]
+        own = item.get("interrupt_on")
+        return replace(
+            self._parent,
+            system_prompt=item.get("system_prompt", ""),
+            model=item["model"],
+            tools=tuple(item.get("tools", [])),
+            interrupt_on=self._parent.interrupt_on if own is None else own,
+        )
+
+    def _start(self, tool_call_id: str, subagent_type: str, description: str) -> SubagentCall:
+        """The child's row: the existing one when this call ran before, else a new one with its first message."""
+        with unit_of_work(self._loops.runtime) as work:
+            run = locked_active_run(work.session, self._loops.lease)
+            existing = work.session.scalar(
+                select(SubagentCall).where(SubagentCall.run_id == run.id, SubagentCall.tool_call_id == tool_call_id)
+            )
+            if existing is not None:
+                return existing
+            call = SubagentCall(
+                id=uuid.uuid4(),
+                tenant_id=run.tenant_id,
+                run_id=run.id,
+                parent_subagent_call_id=self._parent_call_id,
+                tool_call_id=tool_call_id,
+                subagent_type=subagent_type,
+                depth=self._depth + 1,
+                state="running",
+                state_json={},
+            )
+            work.session.add(call)
+            work.session.flush()
+            work.emit(run, "subagent.started", {"subagent_call_id": str(call.id), "subagent_type": subagent_type})
+            first = Message(role="user", content=[text_block(description)])
+            write_messages(work, run, [first], LoopState([first]), call.id)
+        return call
+
+    def _settle(self, call: SubagentCall, outcome: Outcome) -> str:
+        if isinstance(outcome, AwaitingApproval):
+            raise SuspendBatch([_owned(pending, call.id) for pending in outcome.pending])
+        if not isinstance(outcome, Done | Failed):
+            raise ToolError("the subagent was stopped")
+        failed = isinstance(outcome, Failed)
+        result = outcome.error if isinstance(outcome, Failed) else outcome.text
+        with unit_of_work(self._loops.runtime) as work:
+            run = locked_active_run(work.session, self._loops.lease)
+            row = work.session.get(SubagentCall, call.id, with_for_update=True)
+            assert row is not None
+            row.state, row.result, row.finished_at = ("failed" if failed else "succeeded"), result, datetime.now(UTC)
+            work.emit(run, "subagent.finished", {"subagent_call_id": str(call.id), "is_error": failed})
+        if failed:
+            raise ToolError(f"subagent {call.subagent_type} failed: {result}")
+        return result
+
+
+def _owned(pending: PendingCall, subagent_call_id: uuid.UUID) -> PendingCall:
+    # A grandchild's pending call already names its own loop; only calls of this child's loop get its id.
+    if pending.subagent_call_id is not None:
+        return pending
+    return replace(pending, subagent_call_id=subagent_call_id)
