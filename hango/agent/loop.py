@@ -28,7 +28,7 @@ from hango.agent.middleware.base import (
 )
 from hango.agent.models.base import Model, ModelError, ModelRequest, ToolSpec
 from hango.agent.state import SUSPENDED_BATCH, AwaitingApproval, Done, Failed, LoopState, Outcome
-from hango.agent.tools.base import ToolContext, ToolRegistry, execute
+from hango.agent.tools.base import ToolContext, ToolRegistry, ToolSignal, execute
 from hango.errors import HangoError
 from hango.store.files import FileSystem
 
@@ -39,7 +39,7 @@ class RunStopped(HangoError):
     """The run was cancelled or this worker lost its lease; the loop stops without writing anything more."""
 
 
-class SuspendBatch(HangoError):
+class SuspendBatch(ToolSignal):
     """Raised by a delegating tool whose child loop suspended; the parent's whole batch suspends with it."""
 
     def __init__(self, pending: Sequence[PendingCall]) -> None:

@@ -58,6 +58,7 @@ class LoopSpec:
     interrupt_on: dict[str, Any] | None
     max_turns: int
     max_tokens: int | None = None
+    replays_parent: bool = False
 
     @classmethod
     def of_agent(cls, snapshot: dict[str, Any]) -> LoopSpec:
@@ -103,7 +104,9 @@ class Loops:
         scope = str(subagent_call_id or self.run.id)
         loop = AgentLoop(
             LoopConfig(spec.system_prompt, spec.tools, spec.max_turns, spec.max_tokens),
-            build_model(spec.model, self.runtime.settings, scope=scope),
+            build_model(
+                spec.model, self.runtime.settings, scope=scope, id_prefix=f"{scope[:8]}-" if spec.replays_parent else ""
+            ),
             default_chain(spec.tools, spec.interrupt_on),
             self.runtime.tools,
             port,
@@ -146,7 +149,7 @@ class ChildRunner:
 
     def _spec(self, subagent_type: str) -> LoopSpec:
         if subagent_type == GENERAL_PURPOSE:
-            return self._parent
+            return replace(self._parent, replays_parent=True)
         declared = {item["name"]: item for item in self._loops.snapshot.get("subagents", [])}
         if subagent_type not in declared:
             known = ", ".join(sorted([*declared, GENERAL_PURPOSE]))

@@ -12,7 +12,7 @@ from hango.config import Settings
 PROVIDERS = ("scripted", "anthropic", "openai")
 
 
-def build_model(config: dict[str, Any], settings: Settings, scope: str) -> Model:
+def build_model(config: dict[str, Any], settings: Settings, scope: str, *, id_prefix: str = "") -> Model:
     """The model an agent (or subagent) configured; real providers are wrapped with retries.
 
     Base URLs and API keys come from settings, never from agent configuration: a tenant must not be able to
@@ -20,7 +20,7 @@ def build_model(config: dict[str, Any], settings: Settings, scope: str) -> Model
     """
     provider = config["provider"]
     if provider == "scripted":
-        return ScriptedModel(list(config.get("script") or []), scope)
+        return ScriptedModel(list(config.get("script") or []), scope, id_prefix)
     timeout = settings.model_timeout.total_seconds()
     max_tokens = int(config.get("max_tokens") or 4096)
     inner: Model

@@ -32,9 +32,12 @@ def _estimate_tokens(messages: list[Message], system: str) -> int:
 class ScriptedModel:
     """Plays ``script`` one entry per assistant turn."""
 
-    def __init__(self, script: list[dict[str, Any]], scope: str) -> None:
+    def __init__(self, script: list[dict[str, Any]], scope: str, id_prefix: str = "") -> None:
         self._script = script
         self._scope = scope
+        # Ids given in a script are unique within it; a loop replaying another loop's script (a general-purpose
+        # subagent) prefixes them so they stay unique within the run.
+        self._id_prefix = id_prefix
 
     def complete(self, request: ModelRequest) -> AssistantTurn:
         """The scripted turn for the current position in the history."""
@@ -46,7 +49,7 @@ class ScriptedModel:
         entry = self._script[turn]
         calls = [
             ToolCall(
-                id=call.get("id") or generated_call_id(self._scope, turn, index),
+                id=self._id_prefix + call["id"] if call.get("id") else generated_call_id(self._scope, turn, index),
                 name=call["name"],
                 input=dict(call.get("args") or {}),
             )

@@ -26,6 +26,10 @@ class ToolError(HangoError):
     """A failure the model should read as an error result (file not found, ambiguous edit...)."""
 
 
+class ToolSignal(HangoError):
+    """Raised by a tool to steer the loop (a child waiting for a human); never turned into a result."""
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a handler may use: the ids of the run it serves and the run's filesystem view."""
@@ -84,8 +88,9 @@ def execute(tool: Tool, context: ToolContext, call: ToolCall) -> ToolResult:
         return ToolResult(call.id, tool.handler(context, call.input))
     except ToolError as exc:
         return ToolResult(call.id, str(exc), is_error=True)
-    except SQLAlchemyError:
-        # The batch's transaction is now unusable: let the loop roll back this call's savepoint.
+    except (ToolSignal, SQLAlchemyError):
+        # A signal is for the loop; a storage error leaves the batch's transaction unusable, so the loop must
+        # roll back this call's savepoint.
         raise
     except Exception as exc:  # a tool is a boundary: its bug must not kill the run
         log.exception("tool %s failed", tool.name, extra={"tool": tool.name, "tool_call_id": call.id})
