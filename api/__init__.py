@@ -8,14 +8,14 @@ from flask_smorest import Api
 from prometheus_client import CollectorRegistry
 from prometheus_flask_exporter import PrometheusMetrics
 
-from api import agents, approvals, audit, audit_events, auth, ops, problems, runs, users
+from api import agents, approvals, audit, audit_events, auth, files, ops, problems, runs, users
 from api.context import Services
 from hango import __version__
 from hango.config import Settings
 from hango.db import Database
 from hango.run.runtime import Runtime
 
-_BLUEPRINTS = (users.blp, agents.blp, runs.blp, approvals.blp, audit_events.blp)
+_BLUEPRINTS = (users.blp, agents.blp, files.blp, runs.blp, approvals.blp, audit_events.blp)
 
 
 def create_app(settings: Settings, *, db: Database | None = None) -> Flask:

@@ -1,0 +1,75 @@
+"""An agent's persistent files: ``/v1/agents/{id}/files``."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import marshmallow as ma
+from marshmallow import fields, validate
+
+from api.audit import audit_target, audited
+from api.context import principal, services
+from api.parsing import Blueprint
+from api.schemas import ListArgs, list_of, page_request
+from hango import files
+from hango.models import File
+
+blp = Blueprint("files", __name__, url_prefix="/v1", description="An agent's /memories/ and /skills/ files")
+
+
+class FileArgs(ListArgs):
+    prefix = fields.String(load_default=None, validate=validate.Length(min=1, max=1000))
+
+
+class FileInfo(ma.Schema):
+    path = fields.String(required=True)
+    size = fields.Function(files.size_of, required=True, metadata={"description": "bytes (UTF-8)"})
+    updated_at = fields.DateTime(required=True)
+
+
+class FileContent(ma.Schema):
+    path = fields.String(required=True)
+    content = fields.String(required=True)
+    updated_at = fields.DateTime(required=True)
+
+
+class FileWrite(ma.Schema):
+    content = fields.String(required=True, validate=validate.Length(max=10_000_000))
+
+
+FileList = list_of(FileInfo, "FileList")
+
+
+@blp.route("/agents/<uuid:agent_id>/files", methods=["GET"])
+@blp.arguments(FileArgs, location="query")
+@blp.response(200, FileList)
+def list_files(args: dict[str, Any], agent_id: uuid.UUID) -> Any:
+    """The agent's files, by path (everyone in the tenant)."""
+    return files.list_files(services().db, principal(), agent_id, args["prefix"], page_request(args))
+
+
+@blp.route("/agents/<uuid:agent_id>/files/<path:path>", methods=["GET"])
+@blp.response(200, FileContent)
+def read_file(agent_id: uuid.UUID, path: str) -> File:
+    """One file (``/memories/AGENTS.md`` is ``files/memories/AGENTS.md``)."""
+    return files.read_file(services().db, principal(), agent_id, path)
+
+
+@blp.route("/agents/<uuid:agent_id>/files/<path:path>", methods=["PUT"])
+@blp.arguments(FileWrite)
+@blp.response(200, FileContent)
+@audited("file.write", "file")
+def write_file(body: dict[str, Any], agent_id: uuid.UUID, path: str) -> File:
+    """Create or replace a file (owner, admin)."""
+    audit_target("file", f"{agent_id}:/{path}")
+    return files.write_file(services().db, principal(), agent_id, path, body["content"])
+
+
+@blp.route("/agents/<uuid:agent_id>/files/<path:path>", methods=["DELETE"])
+@blp.response(204)
+@audited("file.delete", "file")
+def delete_file(agent_id: uuid.UUID, path: str) -> None:
+    """Delete a file (owner, admin)."""
+    audit_target("file", f"{agent_id}:/{path}")
+    files.delete_file(services().db, principal(), agent_id, path)
