@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import tempfile
 import threading
 import uuid
@@ -91,8 +92,15 @@ def create_worker_app(settings: Settings) -> Celery:
     return app
 
 
+def _stdout_to_stderr() -> None:
+    # Every hango process logs to stderr; Celery prints its banner straight to the process's stdout.
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+
+
 def run_worker(settings: Settings, concurrency: int, *, beat: bool = False) -> None:
     """``hango worker``: a Celery worker on hango's queue, in the foreground until SIGTERM."""
+    _stdout_to_stderr()
     argv = [
         "worker",
         f"--concurrency={concurrency}",
@@ -108,13 +116,15 @@ def run_worker(settings: Settings, concurrency: int, *, beat: bool = False) -> N
 
 
 def run_beat(settings: Settings) -> None:
-    """``hango beat``: the periodic scheduler (reconciler, and later the approval sweeper)."""
+    """``hango beat``: the periodic scheduler (the reconciler and the approval sweeper)."""
+    _stdout_to_stderr()
     app = create_worker_app(settings)
     app.start(["beat", f"--loglevel={settings.log_level}", f"--schedule={_schedule_file(settings)}"])
 
 
 def run_flower(settings: Settings, address: str, port: int) -> None:
     """``hango flower``: Flower's web UI for the workers and tasks on hango's broker."""
+    _stdout_to_stderr()
     create_worker_app(settings).start(["flower", f"--address={address}", f"--port={port}"])
 
 

@@ -167,3 +167,22 @@ def test_flower_serves_its_ui_on_hangos_broker(cli_database: str) -> None:
     finally:
         flower.send_signal(signal.SIGTERM)
         flower.wait(timeout=30)
+
+
+def test_the_worker_logs_to_stderr_only_and_stops_on_sigterm(cli_database: str) -> None:
+    env = _env(HANGO_DATABASE_URL=cli_database, HANGO_REDIS_URL=REDIS_URL, HANGO_QUEUE=f"probe-{os.getpid()}")
+    worker = subprocess.Popen(
+        [*HANGO, "worker", "--concurrency", "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 30
+    seen = ""
+    while time.monotonic() < deadline and "ready" not in seen:
+        line = worker.stderr.readline() if worker.stderr else ""
+        seen += line
+        if not line and worker.poll() is not None:
+            break
+    worker.send_signal(signal.SIGTERM)
+    stdout, _ = worker.communicate(timeout=30)
+    assert "ready" in seen
+    assert stdout == ""
+    assert worker.returncode == 0
