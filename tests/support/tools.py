@@ -28,9 +28,15 @@ def executions(key: str) -> int:
     return int(value or 0)
 
 
+def _incr(key: str) -> int:
+    client = redis.Redis.from_url(REDIS_URL)
+    total = int(client.incr(counter_key(key)))
+    client.expire(counter_key(key), 3600)  # test counters must not pile up in a shared Redis
+    return total
+
+
 def _count(context: ToolContext, args: dict[str, Any]) -> str:
-    total = redis.Redis.from_url(REDIS_URL).incr(counter_key(args["key"]))
-    return f"counted {args['key']} ({total})"
+    return f"counted {args['key']} ({_incr(args['key'])})"
 
 
 def _sleep(context: ToolContext, args: dict[str, Any]) -> str:
@@ -40,7 +46,7 @@ def _sleep(context: ToolContext, args: dict[str, Any]) -> str:
 
 def _slow_count(context: ToolContext, args: dict[str, Any]) -> str:
     # Only the first execution sleeps, so a test can kill a worker in the middle of it and see a retry finish.
-    total = redis.Redis.from_url(REDIS_URL).incr(counter_key(args["key"]))
+    total = _incr(args["key"])
     if total == 1:
         time.sleep(float(args["seconds"]))
     return f"counted {args['key']} ({total})"
