@@ -101,7 +101,9 @@ def tenants_create(ctx: click.Context, name: str, owner_email: str, as_json: boo
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.option("--workers", default=2, show_default=True, type=int, help="gunicorn worker processes")
-@click.option("--threads", default=64, show_default=True, type=int, help="threads per worker (an open SSE stream holds one)")
+@click.option(
+    "--threads", default=64, show_default=True, type=int, help="threads per worker (an open SSE stream holds one)"
+)
 @click.pass_context
 def api_command(ctx: click.Context, host: str, port: int, workers: int, threads: int) -> None:
     """Serve the HTTP API with gunicorn."""
