@@ -15,6 +15,7 @@ from hango.errors import InvalidInput, NotFound
 from hango.models import File
 from hango.pagination import Page, PageRequest, paginate
 from hango.store.agents import get_agent
+from hango.store.files import find_agent_file, get_agent_file
 from hango.tenancy import require_manager
 
 
@@ -47,13 +48,7 @@ def read_file(db: Database, principal: Principal, agent_id: uuid.UUID, raw_path:
     """One agent file."""
     path = agent_path(raw_path)
     with db.transaction() as session:
-        agent = get_agent(session, principal.tenant_id, agent_id)
-        file = session.scalar(
-            select(File).where(File.tenant_id == principal.tenant_id, File.agent_id == agent.id, File.path == path)
-        )
-        if file is None:
-            raise NotFound(f"file {path} not found")
-        return file
+        return get_agent_file(session, principal.tenant_id, agent_id, path)
 
 
 def write_file(db: Database, principal: Principal, agent_id: uuid.UUID, raw_path: str, content: str) -> File:
@@ -63,14 +58,9 @@ def write_file(db: Database, principal: Principal, agent_id: uuid.UUID, raw_path
     if "\x00" in content:
         raise InvalidInput.field("content", "may not contain NUL characters")
     with db.transaction() as session:
-        agent = get_agent(session, principal.tenant_id, agent_id)
-        file = session.scalar(
-            select(File)
-            .where(File.tenant_id == principal.tenant_id, File.agent_id == agent.id, File.path == path)
-            .with_for_update()
-        )
+        file = find_agent_file(session, principal.tenant_id, agent_id, path, for_update=True)
         if file is None:
-            file = File(id=uuid.uuid4(), tenant_id=principal.tenant_id, agent_id=agent.id, path=path, content=content)
+            file = File(id=uuid.uuid4(), tenant_id=principal.tenant_id, agent_id=agent_id, path=path, content=content)
             session.add(file)
         else:
             file.content, file.updated_at = content, datetime.now(UTC)
@@ -84,13 +74,7 @@ def delete_file(db: Database, principal: Principal, agent_id: uuid.UUID, raw_pat
     require_manager(principal)
     path = agent_path(raw_path)
     with db.transaction() as session:
-        agent = get_agent(session, principal.tenant_id, agent_id)
-        file = session.scalar(
-            select(File).where(File.tenant_id == principal.tenant_id, File.agent_id == agent.id, File.path == path)
-        )
-        if file is None:
-            raise NotFound(f"file {path} not found")
-        session.delete(file)
+        session.delete(get_agent_file(session, principal.tenant_id, agent_id, path))
     return path
 
 

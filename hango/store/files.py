@@ -91,10 +91,18 @@ class FileSystem:
         return [(path, content) for path, content in self._session.execute(statement)]
 
 
+def find_agent_file(
+    session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, path: str, *, for_update: bool = False
+) -> File | None:
+    """A file of one of the tenant's agents, if it exists; :class:`NotFound` when the agent is not the tenant's."""
+    agent = get_agent(session, tenant_id, agent_id)
+    statement = select(File).where(File.tenant_id == tenant_id, File.agent_id == agent.id, File.path == path)
+    return session.scalar(statement.with_for_update() if for_update else statement)
+
+
 def get_agent_file(session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, path: str) -> File:
     """A file owned by one of the tenant's agents; :class:`NotFound` otherwise."""
-    agent = get_agent(session, tenant_id, agent_id)
-    file = session.scalar(select(File).where(File.tenant_id == tenant_id, File.agent_id == agent.id, File.path == path))
+    file = find_agent_file(session, tenant_id, agent_id, path)
     if file is None:
         raise NotFound(f"file {path} not found")
     return file
