@@ -13,6 +13,7 @@ from api.context import Services
 from hango import __version__
 from hango.config import Settings
 from hango.db import Database
+from hango.metrics import StoredStateCollector
 from hango.run.runtime import Runtime
 
 _BLUEPRINTS = (users.blp, agents.blp, files.blp, runs.blp, approvals.blp, audit_events.blp)
@@ -47,5 +48,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
     auth.register(app)
     audit.register(app)
     problems.register(app)
-    PrometheusMetrics(app, registry=CollectorRegistry(), group_by="url_rule", excluded_paths=["/docs/.*"])
+    registry = CollectorRegistry()
+    registry.register(StoredStateCollector(runtime.db))
+    PrometheusMetrics(app, registry=registry, group_by="url_rule", excluded_paths=["/docs/.*"])
     return app

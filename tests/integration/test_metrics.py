@@ -1,0 +1,66 @@
+"""Approval and run metrics, computed from PostgreSQL at scrape time, through /metrics."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from flask.testing import FlaskClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from hango.config import Settings
+from hango.db import Database
+from hango.run.expiry import expire_stale
+from hango.run.runtime import Runtime
+from tests.integration.conftest import TenantFixture, wait_for_state
+from tests.integration.hitl_helpers import decide, suspended_run, write_memory
+
+pytestmark = pytest.mark.usefixtures("worker_process")
+
+
+def _samples(client: FlaskClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = client.get("/metrics").get_data(as_text=True)
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def _value(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_the_approval_series_follow_suspensions_decisions_and_expiries(
+    client: FlaskClient, tenant: TenantFixture, db: Database, settings: Settings
+) -> None:
+    before = _samples(client)
+    assert ("hango_runs_by_state", (("state", "awaiting_approval"),)) in before
+    first = suspended_run(client, tenant, [{"tool_calls": [write_memory(call_id="w")]}])
+    second = suspended_run(client, tenant, [{"tool_calls": [write_memory(call_id="w")]}])
+    during = _samples(client)
+    assert (
+        _value(during, "hango_approvals_pending", tool="write_file")
+        == _value(before, "hango_approvals_pending", tool="write_file") + 2
+    )
+    assert _value(during, "hango_runs_by_state", state="awaiting_approval") >= 2
+
+    assert decide(client, tenant.owner, first, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    wait_for_state(client, tenant.owner, first, {"succeeded"})
+    expire_stale(Runtime.build(settings.replace(approval_ttl=timedelta(0)), db=db))
+    after = _samples(client)
+    assert _value(after, "hango_approvals_decisions_total", decision="approve", tool="write_file") == (
+        _value(before, "hango_approvals_decisions_total", decision="approve", tool="write_file") + 1
+    )
+    assert (
+        _value(after, "hango_approvals_expired_total", tool="write_file")
+        >= _value(before, "hango_approvals_expired_total", tool="write_file") + 1
+    )
+    assert (
+        _value(after, "hango_approvals_wait_time_seconds_count")
+        == _value(before, "hango_approvals_wait_time_seconds_count") + 1
+    )
+    assert _value(after, "hango_approvals_wait_time_seconds_bucket", le="+Inf") == _value(
+        after, "hango_approvals_wait_time_seconds_count"
+    )
+    assert client.get(f"/v1/runs/{second}", headers=tenant.owner.headers).json["error"] == "approval expired"
