@@ -64,3 +64,17 @@ def test_the_approval_series_follow_suspensions_decisions_and_expiries(
         after, "hango_approvals_wait_time_seconds_count"
     )
     assert client.get(f"/v1/runs/{second}", headers=tenant.owner.headers).json["error"] == "approval expired"
+
+
+def test_the_dashboard_and_alert_rules_use_only_series_hango_exposes(client: FlaskClient) -> None:
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "deploy" / "grafana"
+    text = (root / "dashboards" / "hango-runs.json").read_text() + (root / "provisioning" / "alerting.yaml").read_text()
+    used = set(re.findall(r"\bhango_[a-z_]+", text))
+    families = re.findall(r"^# TYPE (\S+) (\S+)$", client.get("/metrics").get_data(as_text=True), re.MULTILINE)
+    suffixes = {"counter": ["", "_total"], "histogram": ["_bucket", "_count", "_sum"], "gauge": [""]}
+    exposed = {name + suffix for name, kind in families for suffix in suffixes.get(kind, [""])}
+    assert used
+    assert used <= exposed, used - exposed
