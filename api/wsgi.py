@@ -8,8 +8,11 @@ from flask import Flask
 
 from api import create_app
 from hango.config import Settings
+from hango.telemetry import configure_tracing
 
 
 def app_from_env() -> Flask:
-    """Build the app from the ``HANGO_*`` environment."""
-    return create_app(Settings.from_env(os.environ))
+    """Build the app from the ``HANGO_*`` environment (called in each gunicorn worker, after the fork)."""
+    settings = Settings.from_env(os.environ)
+    configure_tracing(settings, "api")
+    return create_app(settings)

@@ -124,6 +124,7 @@ class Settings:
     openai_api_key: str | None = None
     tool_modules: tuple[str, ...] = ()
     max_subagent_depth: int = 3
+    otlp_endpoint: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -187,6 +188,7 @@ _PARSERS: dict[str, Callable[[str], object]] = {
     "openai_api_key": str,
     "tool_modules": parse_module_list,
     "max_subagent_depth": parse_positive_int,
+    "otlp_endpoint": parse_http_url,
 }
 
 

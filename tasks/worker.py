@@ -24,6 +24,7 @@ from hango.run.expiry import expire_stale
 from hango.run.reconciler import reconcile
 from hango.run.runtime import Runtime
 from hango.run.worker import execute_run
+from hango.telemetry import configure_tracing
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ def create_worker_app(settings: Settings) -> Celery:
     @worker_process_init.connect(weak=False)  # type: ignore[untyped-decorator]
     def _after_fork(**_: object) -> None:
         process.reset()
+        configure_tracing(settings, "worker")
 
     return app
 
@@ -118,6 +120,7 @@ def run_worker(settings: Settings, concurrency: int, *, beat: bool = False) -> N
 def run_beat(settings: Settings) -> None:
     """``hango beat``: the periodic scheduler (the reconciler and the approval sweeper)."""
     _stdout_to_stderr()
+    configure_tracing(settings, "beat")
     app = create_worker_app(settings)
     app.start(["beat", f"--loglevel={settings.log_level}", f"--schedule={_schedule_file(settings)}"])
 

@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, Span, SpanContext, TraceFlags
 from sqlalchemy import select
 
 from hango.agent.loop import AgentLoop, LoopConfig, SuspendBatch
@@ -35,6 +39,7 @@ from hango.run.persistence import Lease, RunPersistence, locked_active_run, writ
 from hango.run.runtime import Runtime, unit_of_work
 from hango.store import approvals as approval_store
 from hango.store.messages import loop_history
+from hango.telemetry import tracer
 
 
 def decision_of(row: PendingApproval) -> dict[str, Any]:
@@ -59,6 +64,7 @@ class LoopSpec:
     max_turns: int
     max_tokens: int | None = None
     replays_parent: bool = False
+    name: str = ""
 
     @classmethod
     def of_agent(cls, snapshot: dict[str, Any]) -> LoopSpec:
@@ -70,6 +76,7 @@ class LoopSpec:
             interrupt_on=snapshot.get("interrupt_on"),
             max_turns=int(snapshot.get("max_turns", 50)),
             max_tokens=snapshot.get("max_tokens"),
+            name=snapshot.get("name", ""),
         )
 
 
@@ -82,6 +89,7 @@ class Loops:
         self.lease = lease
         self.stop = stop
         self.snapshot: dict[str, Any] = run.agent_snapshot
+        self.span_context: SpanContext | None = None
 
     def drive(self, spec: LoopSpec, subagent_call_id: uuid.UUID | None, depth: int) -> tuple[Outcome, LoopState]:
         """Run (or resume) one loop from its stored history, state and decisions."""
@@ -107,12 +115,16 @@ class Loops:
             build_model(
                 spec.model, self.runtime.settings, scope=scope, id_prefix=f"{scope[:8]}-" if spec.replays_parent else ""
             ),
-            default_chain(spec.tools, spec.interrupt_on),
+            default_chain(spec.tools, spec.interrupt_on, model=spec.model),
             self.runtime.tools,
             port,
             port,
         )
-        outcome = loop.run(state)
+        with invoke_agent_span(self.run, spec, subagent_call_id) as span:
+            outcome = loop.run(state)
+            span.set_attribute("hango.run.outcome", outcome_name(outcome))
+            if subagent_call_id is None:
+                self.span_context = span.get_span_context()
         if isinstance(outcome, AwaitingApproval) and subagent_call_id is not None:
             port.save_state(state)
         return outcome, state
@@ -122,6 +134,50 @@ class Loops:
             return dict(self.run.state_json or {})
         stored = session.scalar(select(SubagentCall.state_json).where(SubagentCall.id == subagent_call_id))
         return dict(stored or {})
+
+
+def outcome_name(outcome: Outcome) -> str:
+    """``done``, ``failed``, ``cancelled`` or ``awaiting_approval``."""
+    names = {Done: "done", Failed: "failed", AwaitingApproval: "awaiting_approval"}
+    return names.get(type(outcome), "cancelled")
+
+
+@contextmanager
+def invoke_agent_span(run: Run, spec: LoopSpec, subagent_call_id: uuid.UUID | None) -> Iterator[Span]:
+    """The ``invoke_agent`` span of one loop execution.
+
+    A run's loop resumed after a suspension starts a new trace whose root links to the suspended run's span
+    (stored in ``runs.trace_context``), so no span stays open while a human decides.
+    """
+    name = spec.name or run.agent_snapshot.get("name", "agent")
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": name,
+        "hango.run.id": str(run.id),
+        "hango.tenant.id": str(run.tenant_id),
+        "langfuse.session.id": str(run.id),
+        "langfuse.trace.metadata.run_id": str(run.id),
+    }
+    if subagent_call_id is not None:
+        attributes["hango.subagent_call.id"] = str(subagent_call_id)
+    links: list[Link] = []
+    parent = None
+    suspended = run.trace_context if subagent_call_id is None else None
+    if suspended and suspended.get("span_id"):
+        previous = SpanContext(
+            int(suspended["trace_id"], 16),
+            int(suspended["span_id"], 16),
+            is_remote=True,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+        links.append(Link(previous))
+        attributes["hango.run.resumed_from_span_id"] = suspended["span_id"]
+        attributes["hango.run.suspension_seconds"] = float(suspended.get("suspension_seconds", 0.0))
+        parent = Context()  # a new trace, not a child of whatever enqueued the resume
+    with tracer().start_as_current_span(
+        f"invoke_agent {name}", context=parent, links=links, attributes=attributes
+    ) as span:
+        yield span
 
 
 class ChildRunner:
@@ -162,6 +218,7 @@ class ChildRunner:
             model=item["model"],
             tools=tuple(item.get("tools", [])),
             interrupt_on=self._parent.interrupt_on if own is None else own,
+            name=subagent_type,
         )
 
     def _start(self, tool_call_id: str, subagent_type: str, description: str) -> SubagentCall:

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Literal
 
+from opentelemetry.trace import SpanContext
 from sqlalchemy import func, select, update
 
 from hango.agent.loop import RunStopped
@@ -48,11 +49,13 @@ def claim_run(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Run | None:
         private = load_private(run.state_json)
         suspended_at = private.pop(SUSPENDED_AT, None)
         if suspended_at is None:
+            run.trace_context = None
             work.emit(run, "run.started", {"attempt": run.attempts + 1})
         else:
             run.state_json = {**run.state_json, "private": private}
-            waited = (now - datetime.fromisoformat(suspended_at)).total_seconds()
-            work.emit(run, "run.resumed", {"suspension_seconds": round(waited, 3)})
+            waited = round((now - datetime.fromisoformat(suspended_at)).total_seconds(), 3)
+            run.trace_context = {**(run.trace_context or {}), "suspension_seconds": waited}
+            work.emit(run, "run.resumed", {"suspension_seconds": waited})
     return run
 
 
@@ -66,9 +69,10 @@ def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -
     lease = Lease(run.id, owner)
     stop = threading.Event()
     log.info("run claimed", extra={"run_id": str(run.id), "tenant_id": str(run.tenant_id)})
+    loops = Loops(runtime, run, lease, stop)
     with _heartbeat(runtime, lease, stop):
         try:
-            outcome, state = _drive(runtime, run, lease, stop)
+            outcome, state = loops.drive(LoopSpec.of_agent(run.agent_snapshot), None, depth=0)
         except RunStopped:
             log.info("run stopped (cancelled or lease lost)", extra={"run_id": str(run.id)})
             return "stopped"
@@ -76,11 +80,13 @@ def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -
             log.exception("run failed unexpectedly", extra={"run_id": str(run.id)})
             outcome, state = Failed(f"internal error: {type(exc).__name__}: {exc}"), None
     if isinstance(outcome, AwaitingApproval) and state is not None:
-        return _suspend(runtime, lease, outcome, state)
+        return _suspend(runtime, lease, outcome, state, loops.span_context)
     return _finish(runtime, lease, outcome)
 
 
-def _suspend(runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: LoopState) -> Execution:
+def _suspend(
+    runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: LoopState, span: SpanContext | None
+) -> Execution:
     """Persist the batch's pending approvals, the state and the ``awaiting_approval`` transition in one transaction."""
     try:
         with unit_of_work(runtime) as work:
@@ -104,6 +110,9 @@ def _suspend(runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: L
             work.session.flush()
             run.state_json = dump_state(state) | {"private": {**state.private, SUSPENDED_AT: now.isoformat()}}
             run.state, run.awaiting_since, run.updated_at = "awaiting_approval", now, now
+            if span is not None and span.is_valid:
+                # What the resumed trace links back to.
+                run.trace_context = {"trace_id": format(span.trace_id, "032x"), "span_id": format(span.span_id, "016x")}
             run.lease_owner, run.lease_expires_at = None, None
             for row in rows:
                 work.emit(run, "approval.requested", approval_store.requested_event(row))
@@ -121,10 +130,6 @@ def _suspend(runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: L
             },
         )
     return "suspended"
-
-
-def _drive(runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> tuple[Outcome, LoopState]:
-    return Loops(runtime, run, lease, stop).drive(LoopSpec.of_agent(run.agent_snapshot), None, depth=0)
 
 
 def _finish(runtime: Runtime, lease: Lease, outcome: Outcome) -> Execution:

@@ -24,8 +24,9 @@ from tests.unit.fakes import MemoryPort
 
 
 def test_the_default_stack_order_is_pinned() -> None:
-    assert SLOTS == ("repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist")
+    assert SLOTS == ("tracing", "repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist")
     assert [type(m).__name__ for m in default_middlewares(["ls"])] == [
+        "Tracing",
         "RepairToolCalls",
         "Memory",
         "HumanInTheLoop",
@@ -36,7 +37,7 @@ def test_the_default_stack_order_is_pinned() -> None:
 
 def test_emptying_the_human_in_the_loop_slot_disables_interrupts() -> None:
     names = [m.name for m in default_middlewares(["ls"], None, {"human_in_the_loop": None})]
-    assert names == ["repair_tool_calls", "memory", "tool_allowlist"]
+    assert names == ["tracing", "repair_tool_calls", "memory", "tool_allowlist"]
 
 
 def _scope(messages: list[Message] | None = None, private: dict[str, Any] | None = None) -> LoopScope:

@@ -11,25 +11,29 @@ from hango.agent.middleware.base import Chain, Middleware
 from hango.agent.middleware.hitl import HumanInTheLoop
 from hango.agent.middleware.memory import Memory
 from hango.agent.middleware.repair import RepairToolCalls
+from hango.agent.middleware.tracing import Tracing
 
-# The order matters and a test pins it. Repair runs first so every later hook sees a valid history. Memory
+# The order matters and a test pins it. Tracing is outermost so its spans cover every inner layer. Repair's
+# before_run comes next so every later hook sees a valid history. Memory
 # shapes the prompt. Human-in-the-loop sits after Memory and before the allowlist, so the allowlist stays the
 # innermost guard: no decision, not even an approval, can run a tool the agent is not allowed. In the plan phase
 # the HITL middleware asks the inner layers first and never suspends a call they would refuse anyway.
 TASK_TOOL = "task"
-SLOTS: tuple[str, ...] = ("repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist")
+SLOTS: tuple[str, ...] = ("tracing", "repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist")
 
 
 def default_middlewares(
     tools: Iterable[str],
     interrupt_on: Mapping[str, Any] | None = None,
     overrides: Mapping[str, Middleware | None] | None = None,
+    model: Mapping[str, Any] | None = None,
 ) -> list[Middleware]:
     """The default stack for an agent allowed ``tools`` with its ``interrupt_on`` configuration.
 
     ``overrides`` replaces or empties slots by name; emptying ``human_in_the_loop`` disables interrupts entirely.
     """
     slots: dict[str, Middleware | None] = {
+        "tracing": Tracing(dict(model or {})),
         "repair_tool_calls": RepairToolCalls(resumable=[TASK_TOOL]),
         "memory": Memory(),
         "human_in_the_loop": HumanInTheLoop(compile_rules(interrupt_on)),
@@ -46,6 +50,7 @@ def default_chain(
     tools: Iterable[str],
     interrupt_on: Mapping[str, Any] | None = None,
     overrides: Mapping[str, Middleware | None] | None = None,
+    model: Mapping[str, Any] | None = None,
 ) -> Chain:
     """The default stack as a chain."""
-    return Chain(default_middlewares(tools, interrupt_on, overrides))
+    return Chain(default_middlewares(tools, interrupt_on, overrides, model))

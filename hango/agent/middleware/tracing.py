@@ -1,0 +1,83 @@
+"""Tracing: ``chat {model}`` and ``execute_tool {tool}`` spans, with the pause and the decision as span events.
+
+The outermost middleware, so its spans cover everything the inner ones do. Tool arguments are never recorded;
+for an ``edit`` only the fact that the arguments changed is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry.trace import SpanKind
+
+from hango.agent.messages import AssistantTurn, ToolResult
+from hango.agent.middleware.base import Middleware, ModelCall, ModelHandler, ToolCallRequest, ToolHandler
+from hango.agent.middleware.hitl import DECISIONS_KEY
+from hango.telemetry import tracer
+
+
+class Tracing(Middleware):
+    """One span per model call and per executed tool call; a suspended call gets a span that says so."""
+
+    name = "tracing"
+
+    def __init__(self, model: dict[str, Any]) -> None:
+        self.provider = str(model.get("provider", "unknown"))
+        self.model = str(model.get("name") or self.provider)
+
+    def wrap_model_call(self, call: ModelCall, handler: ModelHandler) -> AssistantTurn:
+        """A ``chat`` span with the token usage."""
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self.provider,
+            "gen_ai.request.model": self.model,
+        }
+        with tracer().start_as_current_span(f"chat {self.model}", kind=SpanKind.CLIENT, attributes=attributes) as span:
+            turn = handler(call)
+            span.set_attribute("gen_ai.usage.input_tokens", turn.usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", turn.usage.output_tokens)
+            return turn
+
+    def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
+        """An ``execute_tool`` span for an executed call, or for a call that now waits for a human."""
+        if request.phase == "plan":
+            return self._planned(request, handler)
+        decision = request.scope.state.private.get(DECISIONS_KEY, {}).get(request.call.id)
+        with tracer().start_as_current_span(f"execute_tool {request.call.name}", attributes=_tool(request)) as span:
+            if decision is not None:
+                event = {
+                    "hango.approval.decision": decision["decision"],
+                    "hango.approval.decided_by": decision.get("decided_by") or "",
+                    "hango.approval.args_changed": decision["decision"] == "edit",
+                }
+                span.add_event("tool.approval_decided", event)
+            result = handler(request)
+            span.set_attribute("hango.tool.outcome", "error" if result.is_error else "ok")
+            return result
+
+    @staticmethod
+    def _planned(request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
+        waiting = len(request.scope.pending)
+        result = handler(request)
+        if len(request.scope.pending) > waiting:
+            pending = request.scope.pending[-1]
+            with tracer().start_as_current_span(f"execute_tool {request.call.name}", attributes=_tool(request)) as span:
+                span.add_event(
+                    "tool.approval_requested",
+                    {
+                        "gen_ai.tool.name": request.call.name,
+                        "gen_ai.tool.call.id": request.call.id,
+                        "hango.approval.allowed_decisions": list(pending.allowed_decisions),
+                    },
+                )
+                span.set_attribute("hango.tool.outcome", "awaiting_approval")
+        return result
+
+
+def _tool(request: ToolCallRequest) -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": request.call.name,
+        "gen_ai.tool.call.id": request.call.id,
+        "hango.run.id": str(request.context.run_id),
+    }
