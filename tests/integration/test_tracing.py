@@ -107,3 +107,44 @@ def test_a_suspension_ends_the_trace_and_the_resume_links_a_new_one(db: Database
     recorded = str([(s.attributes, [e.attributes for e in s.events]) for s in EXPORTER.get_finished_spans()])
     assert "s3cret" not in recorded
     assert "other" not in recorded
+
+
+def test_a_worker_exports_its_spans_over_otlp_when_configured(
+    db: Database, settings: Settings, make_tenant: object
+) -> None:
+    import http.server
+    import os
+    import threading
+
+    from api import create_app
+    from tests.integration.conftest import create_agent, start_run, wait_for_state
+    from tests.support.processes import wait_until, worker
+
+    received: list[str] = []
+
+    class Collector(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            received.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    own = settings.replace(
+        queue=f"hango-test-{uuid.uuid4().hex[:10]}", otlp_endpoint=f"http://127.0.0.1:{server.server_port}/v1/traces"
+    )
+    client = create_app(own, db=db).test_client()
+    tenant = make_tenant("otlp")  # type: ignore[operator]
+    os.environ["OTEL_BSP_SCHEDULE_DELAY"] = "100"
+    try:
+        with worker(own, concurrency=1, beat=False, name="otlp"):
+            run_id = start_run(client, tenant.owner, create_agent(client, tenant.owner, [{"text": "hi"}]))
+            assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+            wait_until(lambda: "/v1/traces" in received, timeout=20)
+    finally:
+        os.environ.pop("OTEL_BSP_SCHEDULE_DELAY", None)
+        server.shutdown()
