@@ -95,10 +95,6 @@ class RunQueue:
         log.info("run enqueued", extra={"run_id": str(run_id), "generation": generation})
         return True
 
-    def forget(self, run_id: uuid.UUID, generation: int) -> None:
-        """Drop the dedup key of a generation (tests and the reconciler's forced re-enqueue)."""
-        self._client.delete(f"hango:enqueued:{run_id}:{generation}")
-
 
 def task_options(settings: Settings) -> dict[str, Any]:
     """Options shared by every task the worker registers."""
