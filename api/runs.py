@@ -52,11 +52,6 @@ class RunCreate(ma.Schema):
     messages = fields.List(fields.Nested(InputMessage), validate=validate.Length(min=1, max=1000))
 
 
-class Usage(ma.Schema):
-    input_tokens = fields.Integer()
-    output_tokens = fields.Integer()
-
-
 class Run(ma.Schema):
     id = fields.UUID(required=True)
     agent_id = fields.UUID(required=True)

@@ -207,3 +207,44 @@ def test_members_see_and_cancel_only_their_own_runs(
         client.post("/v1/runs", json={"agent_id": agent_id, "input": "x"}, headers=other.owner.headers).status_code
         == 404
     )
+
+
+def test_a_run_can_start_from_a_conversation(client: FlaskClient, tenant: TenantFixture) -> None:
+    agent_id = create_agent(client, tenant.owner, [{"text": "ok"}])
+    body = {
+        "agent_id": agent_id,
+        "messages": [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": [{"type": "text", "text": "noted"}]},
+            {"role": "user", "content": [{"type": "text", "text": "second"}]},
+        ],
+    }
+    response = client.post("/v1/runs", json=body, headers=tenant.owner.headers)
+    assert response.status_code == 202, response.json
+    run_id = response.json["id"]
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    messages = messages_of(client, tenant.owner, run_id)
+    assert [(m["role"], m["content"][0]["text"]) for m in messages[:3]] == [
+        ("user", "first"),
+        ("assistant", "noted"),
+        ("user", "second"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"messages": [{"role": "assistant", "content": "hi"}]}, "messages"),
+        ({"messages": [{"role": "user", "content": [{"type": "image", "text": "x"}]}]}, "messages[0].content[0].type"),
+        ({"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+        ({"input": "x", "messages": [{"role": "user", "content": "y"}]}, "input"),
+        ({}, "input"),
+    ],
+)
+def test_bad_run_input_is_a_400_naming_the_field(
+    client: FlaskClient, tenant: TenantFixture, body: dict[str, Any], field: str
+) -> None:
+    agent_id = create_agent(client, tenant.owner, [])
+    response = client.post("/v1/runs", json={"agent_id": agent_id, **body}, headers=tenant.owner.headers)
+    assert response.status_code == 400, response.json
+    assert field in [error["field"] for error in response.json["errors"]]
