@@ -36,7 +36,7 @@ def follow_events(runtime: Runtime, principal: Principal, run_id: uuid.UUID, aft
                     return
             if not events and state in TERMINAL_RUN_STATES:
                 return
-            for live in _live(pubsub, last, timeout):
+            for live in _live(pubsub, run_id, last, timeout):
                 if live is None:
                     yield None
                     break
@@ -48,7 +48,7 @@ def follow_events(runtime: Runtime, principal: Principal, run_id: uuid.UUID, aft
         pubsub.close()
 
 
-def _live(pubsub: object, last: int, timeout: float) -> Iterator[Event | None]:
+def _live(pubsub: object, run_id: uuid.UUID, last: int, timeout: float) -> Iterator[Event | None]:
     """Published events that directly follow ``last``; stops (to re-read the log) on a gap or after a quiet spell."""
     while True:
         message = pubsub.get_message(timeout=timeout)  # type: ignore[attr-defined]
@@ -61,4 +61,4 @@ def _live(pubsub: object, last: int, timeout: float) -> Iterator[Event | None]:
         if payload["seq"] != last + 1:
             return
         last = payload["seq"]
-        yield Event(uuid.UUID(message["channel"].decode().split(":")[2]), last, payload["type"], payload["data"])
+        yield Event(run_id, last, payload["type"], payload["data"])
