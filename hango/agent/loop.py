@@ -117,8 +117,9 @@ class AgentLoop:
     def run(self, state: LoopState) -> Outcome:
         """Advance from ``state`` until the loop ends or suspends.
 
-        A resumed loop first re-drives the batch it stopped in — the calls ``before_run`` left unanswered because
-        a human decided them — through the tool chain, and only then calls the model again.
+        A resumed loop first re-drives the batch it stopped in — the calls ``before_run`` left unanswered (a
+        suspended batch, or a ``task`` call whose child resumes) — through the tool chain, and only then calls the
+        model again.
         """
         scope = LoopScope(self._services, state, [])
         self._chain.before_run(scope)
@@ -175,10 +176,9 @@ class AgentLoop:
             for call in calls:
                 self._chain.tool_call(self._request(scope, call, batch.files, "plan"), self._execute)
             if scope.pending:
-                pending = tuple(scope.pending)
+                pending = list(scope.pending)
                 scope.pending.clear()
-                scope.state.private[SUSPENDED_BATCH] = [call.id for call in calls]
-                return AwaitingApproval(pending=pending, batch=tuple(call.id for call in calls))
+                return self._suspend(scope, calls, pending)
             results: dict[str, ToolResult] = {}
             waiting: list[PendingCall] = []
             # Delegating calls (children) run first: if one suspends, no other call of the batch has run.
@@ -190,13 +190,19 @@ class AgentLoop:
                 except SuspendBatch as suspended:
                     waiting.extend(suspended.pending)
             if waiting:
-                scope.state.private[SUSPENDED_BATCH] = [call.id for call in calls]
-                return AwaitingApproval(pending=tuple(waiting), batch=tuple(call.id for call in calls))
+                return self._suspend(scope, calls, waiting)
             scope.state.private.pop(SUSPENDED_BATCH, None)
             blocks = [results[call.id].block() for call in calls]
             [message] = batch.append([Message(role="tool", content=blocks)], scope.state)
         scope.state.messages.append(message)
         return None
+
+    @staticmethod
+    def _suspend(scope: LoopScope, calls: Sequence[ToolCall], pending: list[PendingCall]) -> AwaitingApproval:
+        # The whole batch waits; the state remembers it so that repair leaves it alone on resume.
+        batch = [call.id for call in calls]
+        scope.state.private[SUSPENDED_BATCH] = batch
+        return AwaitingApproval(pending=tuple(pending), batch=tuple(batch))
 
     def _delegates(self, call: ToolCall) -> bool:
         tool = self._tools.get(call.name)
