@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from sqlalchemy.exc import SQLAlchemyError
 
 from hango import migrate, standalone, tenancy
 from hango.config import Settings
@@ -29,7 +30,20 @@ def _database_url(ctx: click.Context) -> str:
         raise click.ClickException(str(exc)) from exc
 
 
-@click.group()
+class _Group(click.Group):
+    """Turns database failures into a one-line error instead of a stack trace."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SQLAlchemyError as exc:
+            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+            raise click.ClickException(
+                f"database error: {reason} (is HANGO_DATABASE_URL right, and migrated?)"
+            ) from exc
+
+
+@click.group(cls=_Group)
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """hango: a multi-tenant agent runtime server with durable human-in-the-loop approvals."""

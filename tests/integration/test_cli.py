@@ -186,3 +186,16 @@ def test_the_worker_logs_to_stderr_only_and_stops_on_sigterm(cli_database: str) 
     assert "ready" in seen
     assert stdout == ""
     assert worker.returncode == 0
+
+
+def test_database_failures_are_one_clear_line() -> None:
+    unmigrated = create_database("hango_cli_empty")
+    try:
+        created = _run(["tenants", "create", "x", "--owner-email", "a@b.io"], _env(HANGO_DATABASE_URL=unmigrated))
+        unreachable = _run(["db", "upgrade"], _env(HANGO_DATABASE_URL="postgresql://postgres@127.0.0.1:1/nothing"))
+    finally:
+        drop_database(unmigrated)
+    for result in (created, unreachable):
+        assert result.returncode != 0
+        assert "database error" in result.stderr
+        assert "Traceback" not in result.stderr
