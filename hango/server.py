@@ -25,7 +25,8 @@ class _Server(BaseApplication):  # type: ignore[misc]
             "control_socket_disable": True,
         }
         for key, value in {**defaults, **self._options}.items():
-            self.cfg.set(key, value)
+            if key in self.cfg.settings:  # older gunicorn releases lack some settings (the control socket)
+                self.cfg.set(key, value)
 
     def load(self) -> Any:
         # Each worker builds its own app, engine and pool after the fork.
