@@ -10,8 +10,8 @@ import marshmallow as ma
 from flask import request
 from marshmallow import fields, validate
 
-from api.audit import audit_target, audited
-from api.context import principal, services
+from api.audit import audit_target, audit_written, audited
+from api.context import principal, services, trace_id
 from api.parsing import Blueprint
 from api.runs import Run
 from api.schemas import ListArgs, list_of, page_request
@@ -77,17 +77,11 @@ def _body() -> Any:
 def decide(run_id: uuid.UUID) -> dict[str, Any]:
     """Decide every pending call of a suspended run (owner, admin; never a member, the run's creator included)."""
     runtime, caller, body = services().runtime, principal(), _body()
+    # Rows for a refused request are written by the audit hook; a successful one writes its own, atomically.
     for named in approvals.named_approvals(runtime, caller, run_id, body):
-        detail: dict[str, Any] = {
-            "decided_by": str(caller.user_id),
-            "decision": named.decision,
-            "tool_name": named.tool_name,
-            "tool_call_id": named.tool_call_id,
-        }
-        if named.decision == "edit":
-            detail["args_changed"] = named.args_changed
-        audit_target("pending_approval", named.id, **detail)
-    decided = approvals.decide(runtime, caller, run_id, body)
+        audit_target("pending_approval", named.id, **approvals.audit_detail(named, caller.user_id))
+    decided = approvals.decide(runtime, caller, run_id, body, trace_id())
+    audit_written()
     ttl = services().settings.approval_ttl
     return {"run": decided.run, "approvals": [approval_json(row, ttl) for row in decided.approvals]}
 

@@ -64,6 +64,14 @@ def audit_target(kind: str, target_id: object, *, action: str | None = None, **d
     g.setdefault("audit_targets", []).append(Target(kind, str(target_id), detail, action))
 
 
+def audit_written() -> None:
+    """The service already wrote this request's success rows in its own transaction; the hook must not repeat them.
+
+    Refusals (4xx, 5xx) are still audited by the hook, from the targets the view declared.
+    """
+    g.audit_written = True
+
+
 def outcome_for(status: int) -> Outcome:
     """``success`` below 400, ``denied`` for 401 and 403, ``error`` otherwise."""
     if status < 400:
@@ -116,7 +124,7 @@ def records_for(status: int) -> list[AuditRecord]:
 
 
 def _write(response: Response) -> Response:
-    if request.method not in MUTATING_METHODS:
+    if request.method not in MUTATING_METHODS or (g.get("audit_written") and response.status_code < 400):
         return response
     try:
         audit.record(services().db, records_for(response.status_code))

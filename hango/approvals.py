@@ -27,6 +27,7 @@ from hango.pagination import Page, PageRequest
 from hango.run.runtime import Runtime, unit_of_work
 from hango.store import approvals as store
 from hango.store import runs as run_store
+from hango.store.audit import AuditRecord, insert_audit_events
 from hango.validation import field_errors
 
 log = logging.getLogger(__name__)
@@ -115,8 +116,27 @@ def _lookup(rows: list[PendingApproval], item: dict[str, Any]) -> PendingApprova
     return None
 
 
-def decide(runtime: Runtime, principal: Principal, run_id: uuid.UUID, body: Any) -> Decided:
-    """Store a complete set of decisions and queue the run again; see the module docstring for the order."""
+def audit_detail(named: NamedApproval, decided_by: uuid.UUID) -> dict[str, Any]:
+    """The ``approval.decide`` audit detail: who, what decision, which call — never arguments or messages."""
+    detail: dict[str, Any] = {
+        "decided_by": str(decided_by),
+        "decision": named.decision,
+        "tool_name": named.tool_name,
+        "tool_call_id": named.tool_call_id,
+    }
+    if named.decision == "edit":
+        detail["args_changed"] = named.args_changed
+    return detail
+
+
+def decide(
+    runtime: Runtime, principal: Principal, run_id: uuid.UUID, body: Any, trace_id: str | None = None
+) -> Decided:
+    """Store a complete set of decisions and queue the run again; see the module docstring for the order.
+
+    The ``approval.decide`` audit rows of a successful request are written in the same transaction as the
+    decisions, so a decision can never exist without its audit row.
+    """
     with unit_of_work(runtime) as work:
         run = run_store.get_run(work.session, principal, run_id, for_update=True)
         if not principal.is_manager:
@@ -129,6 +149,9 @@ def decide(runtime: Runtime, principal: Principal, run_id: uuid.UUID, body: Any)
         _check(runtime, run, decisions, chosen)
         _check_complete(run, rows, chosen)
         now = datetime.now(UTC)
+        audit = [
+            _audit(principal, _named(row, decision), trace_id) for decision, row in zip(decisions, chosen, strict=True)
+        ]
         for decision, row in zip(decisions, chosen, strict=True):
             row.state, row.decision, row.decided_by, row.decided_at = (
                 "decided",
@@ -143,6 +166,7 @@ def decide(runtime: Runtime, principal: Principal, run_id: uuid.UUID, body: Any)
         for row in chosen:
             work.emit(run, "approval.decided", store.decided_event(row))
         work.emit(run, "run.queued", {"reason": "approvals decided"})
+        insert_audit_events(work.session, audit)
         work.enqueue_after_commit(run)
     for row in chosen:
         log.info(
@@ -156,6 +180,26 @@ def decide(runtime: Runtime, principal: Principal, run_id: uuid.UUID, body: Any)
             },
         )
     return Decided(run, chosen)
+
+
+def _named(row: PendingApproval, decision: dict[str, Any]) -> NamedApproval:
+    kind = decision["decision"]
+    changed = _canonical(decision.get("args")) != _canonical(row.arguments) if kind == "edit" else None
+    return NamedApproval(row.id, row.tool_call_id, row.tool_name, kind, changed)
+
+
+def _audit(principal: Principal, named: NamedApproval, trace_id: str | None) -> AuditRecord:
+    return AuditRecord(
+        tenant_id=principal.tenant_id,
+        actor_kind="user",
+        actor_id=principal.user_id,
+        action="approval.decide",
+        target_kind="pending_approval",
+        target_id=str(named.id),
+        outcome="success",
+        detail=audit_detail(named, principal.user_id),
+        trace_id=trace_id,
+    )
 
 
 def _parse(body: Any) -> list[dict[str, Any]]:

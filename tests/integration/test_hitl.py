@@ -424,6 +424,7 @@ def test_every_decision_is_audited_without_arguments_or_messages(
     )
     assert response.status_code == 200
     rows = [r for r in audit_rows(db, tenant.id, "approval.decide") if r.detail.get("tool_call_id") in "abcd"]
+    assert sum(r.outcome == "success" for r in rows) == 4, "one success row per decided approval"
     success = {r.detail["tool_call_id"]: r for r in rows if r.outcome == "success"}
     assert {k: v.detail["decision"] for k, v in success.items()} == {
         "a": "approve",
