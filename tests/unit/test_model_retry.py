@@ -154,3 +154,16 @@ def test_fewer_than_one_attempt_is_refused(attempts: int) -> None:
 )
 def test_statuses_worth_retrying(status: int, transient: bool) -> None:
     assert is_transient_status(status) is transient
+
+
+def test_the_factory_builds_each_provider_from_settings_only() -> None:
+    from hango.agent.models.anthropic import AnthropicModel
+    from hango.agent.models.factory import build_model
+    from hango.agent.models.openai import OpenAIModel
+    from hango.config import Settings
+
+    settings = Settings(anthropic_api_key="a-key", openai_api_key="o-key", openai_base_url="http://127.0.0.1:9/v1")
+    for provider, kind in (("anthropic", AnthropicModel), ("openai", OpenAIModel)):
+        model = build_model({"provider": provider, "name": "m"}, settings, scope="s")
+        assert isinstance(model, RetryingModel)
+        assert isinstance(model._inner, kind)

@@ -5,12 +5,11 @@ The SDK is imported when a model is built, never when this module is, so that ha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hango.agent.messages import AssistantTurn, Block, Message, ToolCall, Usage
-from hango.agent.models.base import ModelError, ModelRequest, PermanentModelError, ToolSpec, TransientModelError
-from hango.agent.models.retry import is_transient_status
+from hango.agent.models.base import ModelError, ModelRequest, PermanentModelError, ToolSpec
+from hango.agent.models.retry import status_error, unreachable
 
 if TYPE_CHECKING:
     import anthropic
@@ -18,7 +17,6 @@ if TYPE_CHECKING:
     from anthropic.types import Message as WireMessage
 
 # A proxy's HTML error page can be long; the start of it says enough.
-MESSAGE_LIMIT = 500
 INSTALL_HINT = "the anthropic provider needs `pip install hango[anthropic]`"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
@@ -143,22 +141,7 @@ def _model_error(error: anthropic.APIError) -> ModelError:
     import anthropic
 
     if isinstance(error, anthropic.APIConnectionError):
-        # This includes timeouts; the cause names the network failure, which the SDK's message does not.
-        cause = f" ({error.__cause__})" if error.__cause__ else ""
-        return TransientModelError(f"Anthropic API unreachable: {error.message}{cause}")
+        return unreachable("Anthropic", error.message, error.__cause__)
     if isinstance(error, anthropic.APIStatusError):
-        message = f"Anthropic API returned HTTP {error.status_code}: {_provider_message(error)}"
-        if is_transient_status(error.status_code):
-            return TransientModelError(message)
-        return PermanentModelError(message)
+        return status_error("Anthropic", error.status_code, error.body, error.message)
     return PermanentModelError(f"Anthropic API sent an unusable answer: {error.message}")
-
-
-def _provider_message(error: anthropic.APIStatusError) -> str:
-    """The provider's explanation: ``error.message`` of the body, which SDK releases keep whole or unwrapped."""
-    body = error.body
-    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
-        body = body["error"]
-    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
-        return str(body["message"])[:MESSAGE_LIMIT]
-    return error.message[:MESSAGE_LIMIT]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hango.agent.models.base import Model
@@ -21,34 +22,29 @@ def build_model(config: dict[str, Any], settings: Settings, scope: str, *, id_pr
     provider = config["provider"]
     if provider == "scripted":
         return ScriptedModel(list(config.get("script") or []), scope, id_prefix)
-    timeout = settings.model_timeout.total_seconds()
-    max_tokens = int(config.get("max_tokens") or 4096)
-    inner: Model
-    if provider == "anthropic":
-        from hango.agent.models.anthropic import AnthropicModel
-
-        inner = AnthropicModel(
-            config["name"],
-            api_key=settings.anthropic_api_key,
-            base_url=settings.anthropic_base_url,
-            max_tokens=max_tokens,
-            timeout=timeout,
-        )
-    elif provider == "openai":
-        from hango.agent.models.openai import OpenAIModel
-
-        inner = OpenAIModel(
-            config["name"],
-            api_key=settings.openai_api_key,
-            base_url=settings.openai_base_url,
-            max_tokens=max_tokens,
-            timeout=timeout,
-        )
-    else:
+    if provider not in PROVIDERS:
         raise ValueError(f"unknown model provider {provider!r}")
+    inner = _sdk_model(provider)(
+        config["name"],
+        api_key=getattr(settings, f"{provider}_api_key"),
+        base_url=getattr(settings, f"{provider}_base_url"),
+        max_tokens=int(config.get("max_tokens") or 4096),
+        timeout=settings.model_timeout.total_seconds(),
+    )
     return RetryingModel(
         inner,
         attempts=settings.model_retry_attempts,
         base_delay=settings.model_retry_base_delay.total_seconds(),
         max_delay=settings.model_retry_max_delay.total_seconds(),
     )
+
+
+def _sdk_model(provider: str) -> Callable[..., Model]:
+    # Imported on demand: each SDK is an optional extra.
+    if provider == "anthropic":
+        from hango.agent.models.anthropic import AnthropicModel
+
+        return AnthropicModel
+    from hango.agent.models.openai import OpenAIModel
+
+    return OpenAIModel

@@ -8,12 +8,11 @@ is, so that hango runs without it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hango.agent.messages import AssistantTurn, Message, ToolCall, Usage
-from hango.agent.models.base import ModelError, ModelRequest, PermanentModelError, ToolSpec, TransientModelError
-from hango.agent.models.retry import is_transient_status
+from hango.agent.models.base import ModelError, ModelRequest, PermanentModelError, ToolSpec
+from hango.agent.models.retry import status_error, unreachable
 
 if TYPE_CHECKING:
     import openai
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
     from openai.types.chat.chat_completion_message_tool_call import ChatCompletionMessageToolCallUnion
 
 # A proxy's HTML error page can be long; the start of it says enough.
-MESSAGE_LIMIT = 500
 INSTALL_HINT = "the openai provider needs `pip install hango[openai]`"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -200,24 +198,7 @@ def _model_error(error: openai.APIError) -> ModelError:
     import openai
 
     if isinstance(error, openai.APIConnectionError):
-        # This includes timeouts; the cause names the network failure, which the SDK's message does not.
-        cause = f" ({error.__cause__})" if error.__cause__ else ""
-        return TransientModelError(f"OpenAI API unreachable: {error.message}{cause}")
+        return unreachable("OpenAI", error.message, error.__cause__)
     if isinstance(error, openai.APIStatusError):
-        message = f"OpenAI API returned HTTP {error.status_code}: {_provider_message(error)}"
-        if is_transient_status(error.status_code):
-            return TransientModelError(message)
-        return PermanentModelError(message)
+        return status_error("OpenAI", error.status_code, error.body, error.message)
     return PermanentModelError(f"OpenAI API sent an unusable answer: {error.message}")
-
-
-def _provider_message(error: openai.APIStatusError) -> str:
-    """The provider's explanation: ``error.message`` of the body, which the SDK unwraps, or the raw text."""
-    body = error.body
-    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
-        body = body["error"]
-    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
-        return str(body["message"])[:MESSAGE_LIMIT]
-    if isinstance(body, str) and body:
-        return body[:MESSAGE_LIMIT]
-    return error.message[:MESSAGE_LIMIT]

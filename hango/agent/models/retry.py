@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from hango.agent.messages import AssistantTurn
-from hango.agent.models.base import Model, ModelRequest, PermanentModelError, TransientModelError
+from hango.agent.models.base import Model, ModelError, ModelRequest, PermanentModelError, TransientModelError
 
 logger = logging.getLogger(__name__)
 
@@ -21,9 +21,35 @@ logger = logging.getLogger(__name__)
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 
 
+MESSAGE_LIMIT = 500
+
+
 def is_transient_status(status: int) -> bool:
     """Whether an HTTP error status from a provider is worth retrying."""
     return status in RETRYABLE_STATUSES or status >= 500
+
+
+def unreachable(provider: str, message: str, cause: BaseException | None) -> TransientModelError:
+    """A connection failure or timeout; the cause names the network failure, which the SDKs' message does not."""
+    detail = f" ({cause})" if cause else ""
+    return TransientModelError(f"{provider} API unreachable: {message}{detail}")
+
+
+def status_error(provider: str, status: int, body: object, fallback: str) -> ModelError:
+    """An HTTP error answer: transient when another try may succeed, with the provider's own explanation."""
+    message = f"{provider} API returned HTTP {status}: {_explanation(body, fallback)}"
+    return TransientModelError(message) if is_transient_status(status) else PermanentModelError(message)
+
+
+def _explanation(body: object, fallback: str) -> str:
+    # Providers nest it as {"error": {"message": ...}}; SDK releases keep the body whole or unwrap it.
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
+    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
+        return str(body["message"])[:MESSAGE_LIMIT]
+    if isinstance(body, str) and body:
+        return body[:MESSAGE_LIMIT]
+    return fallback[:MESSAGE_LIMIT]
 
 
 class RetryingModel:
