@@ -38,8 +38,9 @@ AgentList = list_of(Agent, "AgentList")
 
 def _audit(agent: AgentRow) -> AgentRow:
     audit_target("agent", agent.id, name=agent.name)
-    for tool in agents.log_overrides(agent):
-        audit_target("agent", agent.id, action="agent.interrupt_default_overridden", tool=tool)
+    for override in agents.log_overrides(agent):
+        where = {} if override.subagent is None else {"subagent": override.subagent}
+        audit_target("agent", agent.id, action="agent.interrupt_default_overridden", tool=override.tool, **where)
     return agent
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from hango.agent.interrupts import overridden_defaults, validate_rules
+from hango.agent.interrupts import Override, config_overrides, validate_rules
 from hango.agent.tools.base import ToolRegistry
 from hango.auth import Principal
 from hango.db import Database
@@ -48,20 +48,21 @@ def check_interrupts(config: dict[str, Any]) -> None:
         validate_rules(subagent.get("interrupt_on"), f"subagents[{index}].interrupt_on")
 
 
-def log_overrides(agent: Agent) -> list[str]:
-    """Log every default interrupt rule the agent replaces or removes; returns those tool names for the audit."""
-    tools = overridden_defaults(agent.interrupt_on)
-    for tool in tools:
+def log_overrides(agent: Agent) -> list[Override]:
+    """Log every default interrupt rule the agent or one of its subagents replaces or removes, for the audit."""
+    overrides = config_overrides({"interrupt_on": agent.interrupt_on, "subagents": agent.subagents})
+    for override in overrides:
         log.warning(
             "agent overrides a default interrupt rule",
             extra={
                 "agent_id": str(agent.id),
                 "tenant_id": str(agent.tenant_id),
-                "tool": tool,
-                "rule": agent.interrupt_on[tool],
+                "tool": override.tool,
+                "rule": override.rule,
+                "subagent": override.subagent,
             },
         )
-    return tools
+    return overrides
 
 
 def snapshot(agent: Agent) -> dict[str, Any]:

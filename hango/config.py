@@ -85,6 +85,14 @@ def parse_http_url(text: str) -> str:
     return text
 
 
+def parse_basic_auth(text: str) -> str:
+    """``user:password`` for HTTP basic auth; both parts non-empty."""
+    user, colon, password = text.partition(":")
+    if not colon or not user or not password:
+        raise ValueError("use user:password, both non-empty")
+    return text
+
+
 def parse_module_list(text: str) -> tuple[str, ...]:
     """Comma-separated dotted module names."""
     names = tuple(name.strip() for name in text.split(",") if name.strip())
@@ -103,6 +111,7 @@ class Settings:
     approval_ttl: timedelta = timedelta(hours=24)
     approval_sweep_interval: timedelta = timedelta(minutes=1)
     max_body_bytes: int = 1_048_576
+    max_json_depth: int = 64
     db_pool_size: int = 5
     log_level: str = "INFO"
     queue: str = "hango"
@@ -125,6 +134,19 @@ class Settings:
     tool_modules: tuple[str, ...] = ()
     max_subagent_depth: int = 3
     otlp_endpoint: str | None = None
+    # Limits a hostile tenant, member or model meets as a clear error (api.md "Limits and roles").
+    max_streams_per_user: int = 50
+    # gunicorn threads per API process (``hango api --threads`` defaults to it). An open event stream holds a
+    # thread, so one process serves at most ``stream_capacity()`` streams and keeps the rest for ordinary requests.
+    api_threads: int = 64
+    max_streams_per_process: int | None = None
+    max_file_bytes: int = 1_048_576
+    max_run_storage_bytes: int = 64 * 1_048_576
+    max_agent_storage_bytes: int = 64 * 1_048_576
+    tool_timeout: timedelta = timedelta(seconds=30)
+    # Operations surface: Flower's basic auth ("user:password") and the bearer token /metrics asks for.
+    flower_basic_auth: str | None = None
+    metrics_token: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -143,6 +165,20 @@ class Settings:
         """Refuse combinations that would break the runtime's guarantees."""
         if self.run_heartbeat_interval >= self.run_lease:
             raise ConfigError("HANGO_RUN_HEARTBEAT_INTERVAL must be shorter than HANGO_RUN_LEASE")
+        if self.api_threads < 2:
+            raise ConfigError("HANGO_API_THREADS must be at least 2: streams may not take every thread")
+        if self.max_streams_per_process is not None and self.max_streams_per_process >= self.api_threads:
+            raise ConfigError("HANGO_MAX_STREAMS_PER_PROCESS must be below HANGO_API_THREADS")
+
+    def stream_capacity(self) -> int:
+        """How many event streams one API process serves at once.
+
+        ``HANGO_MAX_STREAMS_PER_PROCESS`` when set; otherwise three quarters of ``HANGO_API_THREADS``, so that the
+        other quarter (at least one thread) always serves ordinary requests.
+        """
+        if self.max_streams_per_process is not None:
+            return self.max_streams_per_process
+        return self.api_threads - max(1, self.api_threads // 4)
 
     def require_database_url(self) -> str:
         """The database URL, or a :class:`ConfigError` naming the variable when it is unset."""
@@ -167,6 +203,7 @@ _PARSERS: dict[str, Callable[[str], object]] = {
     "approval_ttl": parse_duration,
     "approval_sweep_interval": parse_duration,
     "max_body_bytes": parse_positive_int,
+    "max_json_depth": parse_positive_int,
     "db_pool_size": parse_positive_int,
     "log_level": parse_log_level,
     "queue": parse_name,
@@ -189,6 +226,15 @@ _PARSERS: dict[str, Callable[[str], object]] = {
     "tool_modules": parse_module_list,
     "max_subagent_depth": parse_positive_int,
     "otlp_endpoint": parse_http_url,
+    "max_streams_per_user": parse_positive_int,
+    "api_threads": parse_positive_int,
+    "max_streams_per_process": parse_positive_int,
+    "max_file_bytes": parse_positive_int,
+    "max_run_storage_bytes": parse_positive_int,
+    "max_agent_storage_bytes": parse_positive_int,
+    "tool_timeout": parse_duration,
+    "flower_basic_auth": parse_basic_auth,
+    "metrics_token": str,
 }
 
 

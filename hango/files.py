@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
-from hango.agent.paths import PathError, is_agent_path, normalize_path
+from hango.agent.paths import PathError, is_agent_path, is_storage_root, normalize_path
 from hango.auth import Principal
 from hango.db import Database
 from hango.errors import InvalidInput, NotFound
@@ -25,17 +25,25 @@ def agent_path(raw: str) -> str:
         path = normalize_path("/" + raw.lstrip("/"))
     except PathError as exc:
         raise NotFound(f"file /{raw} not found") from exc
-    if not is_agent_path(path) or path.endswith("/") or path in ("/memories", "/skills"):
+    if not is_agent_path(path) or path.endswith("/") or is_storage_root(path):
         raise NotFound(f"file {path} not found; only /memories/ and /skills/ files are served")
     return path
+
+
+def _listing_prefix(raw: str) -> str:
+    """A listing prefix normalised like every other path, so ``/memories/x/..`` lists ``/memories``."""
+    try:
+        return normalize_path(raw)
+    except PathError as exc:
+        raise InvalidInput.field("prefix", f"must be an absolute path such as /memories/: {exc}") from exc
 
 
 def list_files(
     db: Database, principal: Principal, agent_id: uuid.UUID, prefix: str | None, page: PageRequest
 ) -> Page[File]:
     """An agent's files, by path, optionally under a prefix."""
-    if prefix is not None and not prefix.startswith("/"):
-        raise InvalidInput.field("prefix", "must be an absolute path such as /memories/")
+    if prefix is not None:
+        prefix = _listing_prefix(prefix)
     with db.transaction() as session:
         agent = get_agent(session, principal.tenant_id, agent_id)
         statement = select(File).where(File.tenant_id == principal.tenant_id, File.agent_id == agent.id)

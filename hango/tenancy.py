@@ -83,6 +83,20 @@ def require_manager(principal: Principal) -> None:
         raise Forbidden("this action needs the owner or admin role")
 
 
+def require_token_authority(principal: Principal, target: Membership) -> None:
+    """Who may mint or revoke a user's tokens: that user, an owner, or an admin for a member.
+
+    A token is the user's whole authority, so an admin who could mint an owner's token would be an owner.
+    """
+    if principal.user_id == target.user_id or principal.role == "owner":
+        return
+    if principal.role == "admin" and target.role == "member":
+        return
+    if principal.role == "admin":
+        raise Forbidden(f"an admin may manage only members' tokens, not an {target.role}'s")
+    raise Forbidden("members may manage only their own tokens")
+
+
 def create_member(db: Database, principal: Principal, email: str, role: Role) -> NewMember:
     """Add a user to the caller's tenant with a role and a first token.
 
@@ -117,9 +131,8 @@ def issue_token(db: Database, principal: Principal, user_id: uuid.UUID) -> NewTo
     """A new token for a user of the tenant (owners, admins, or that user)."""
     token = new_token()
     with db.transaction() as session:
-        tenant_store.get_membership(session, principal.tenant_id, user_id)
-        if not principal.is_manager and principal.user_id != user_id:
-            raise Forbidden("members may only create tokens for themselves")
+        target = tenant_store.get_membership(session, principal.tenant_id, user_id)
+        require_token_authority(principal, target)
         record = token_store.create_token(session, principal.tenant_id, user_id, hash_token(token))
     return NewToken(record=record, token=token)
 
@@ -128,7 +141,6 @@ def revoke_token(db: Database, principal: Principal, token_id: uuid.UUID) -> Api
     """Revoke a token of the tenant (owners, admins, or the token's user); idempotent."""
     with db.transaction() as session:
         record = token_store.get_token(session, principal.tenant_id, token_id)
-        if not principal.is_manager and principal.user_id != record.user_id:
-            raise Forbidden("members may only revoke their own tokens")
+        require_token_authority(principal, tenant_store.get_membership(session, principal.tenant_id, record.user_id))
         token_store.revoke_token(record)
     return record

@@ -4,8 +4,9 @@
 ``{"allowed_decisions": [...], "when": {argument: matcher}}``. A ``when`` clause matches only when **every** listed
 argument matches: ``{"equals": value}`` (exact JSON equality, no coercion), ``{"prefix": str | [str]}`` (any of),
 ``{"size_over": n}`` (UTF-8 bytes of a string, or of the compact JSON of any other value, exceed ``n``). A missing
-argument does not match. Path arguments are matched after normalisation, so ``/memories/../memories//x`` cannot
-slip past a ``/memories/`` prefix.
+argument does not match. Path arguments are matched after normalisation, and a directory prefix (one ending in
+``/``) also matches the directory itself, so ``/memories``, ``/memories/.`` and ``/memories/x/..`` cannot slip past
+a ``/memories/`` prefix any more than ``/memories/../memories//x`` can.
 
 The default rules protect the agent's persistent memory and skills. User entries win per tool name; removing a
 default takes an explicit ``false``, which the agents service logs and audits.
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hango.agent.paths import PathError, normalize_path
+from hango.agent.paths import PathError, is_under, normalize_path
 from hango.errors import FieldError, InvalidInput
 from hango.models import DECISIONS
 
@@ -57,7 +58,11 @@ def _matches(name: str, matcher: Mapping[str, Any], args: Mapping[str, Any]) -> 
         return _canonical(value) == _canonical(expected)
     if kind == "prefix":
         prefixes = [expected] if isinstance(expected, str) else list(expected)
-        return isinstance(value, str) and any(value.startswith(prefix) for prefix in prefixes)
+        if not isinstance(value, str):
+            return False
+        if name in PATH_ARGUMENTS:
+            return any(is_under(value, prefix) for prefix in prefixes)
+        return any(value.startswith(prefix) for prefix in prefixes)
     size = len(value.encode()) if isinstance(value, str) else len(_canonical(value).encode())
     return size > int(expected)
 
@@ -155,3 +160,26 @@ def compile_rules(user: Mapping[str, Any] | None) -> dict[str, InterruptRule]:
 def overridden_defaults(user: Mapping[str, Any] | None) -> list[str]:
     """Default rules the user's configuration replaces or removes: each is logged and audited at save time."""
     return sorted(tool for tool in DEFAULT_RULES if tool in (user or {}) and (user or {})[tool] != DEFAULT_RULES[tool])
+
+
+@dataclass(frozen=True)
+class Override:
+    """A default rule replaced or removed by an agent's rules (``subagent`` None) or by one subagent's own."""
+
+    tool: str
+    rule: Any
+    subagent: str | None = None
+
+
+def config_overrides(config: Mapping[str, Any]) -> list[Override]:
+    """Every default rule an agent configuration replaces or removes, at the top level and in each subagent.
+
+    A subagent that declares no ``interrupt_on`` inherits the parent's rules, so only a declared one can override.
+    """
+    top = config.get("interrupt_on") or {}
+    found = [Override(tool, top[tool]) for tool in overridden_defaults(top)]
+    for subagent in config.get("subagents") or []:
+        own = subagent.get("interrupt_on")
+        if own is not None:
+            found += [Override(tool, own[tool], subagent.get("name")) for tool in overridden_defaults(own)]
+    return found

@@ -34,6 +34,22 @@ def normalize_path(path: str) -> str:
     return normalized
 
 
+def is_under(path: str, directory: str) -> bool:
+    """Whether a normalised path is ``directory`` itself or inside it.
+
+    A ``directory`` ending in ``/`` names a directory, so ``/memories/`` covers ``/memories``, ``/memories/`` and
+    ``/memories/a`` but not ``/memoriesx``; any other ``directory`` is a plain string prefix.
+    """
+    if not directory.endswith("/"):
+        return path.startswith(directory)
+    return path.startswith(directory) or path == directory.rstrip("/")
+
+
 def is_agent_path(path: str) -> bool:
     """Whether a normalised path belongs to the agent (persisting across runs) rather than to the run."""
-    return path.startswith(AGENT_PREFIXES) or path.rstrip("/") in {prefix.rstrip("/") for prefix in AGENT_PREFIXES}
+    return any(is_under(path, prefix) for prefix in AGENT_PREFIXES)
+
+
+def is_storage_root(path: str) -> bool:
+    """Whether a normalised path is the agent storage directory itself (``/memories``), which holds no content."""
+    return path.rstrip("/") in {prefix.rstrip("/") for prefix in AGENT_PREFIXES}

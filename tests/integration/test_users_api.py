@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
@@ -125,3 +126,43 @@ def test_another_tenants_users_and_tokens_are_not_found(make_tenant, client: Fla
     assert str(theirs.owner.user_id) not in {item["id"] for item in listed}
     # Their token still works: nothing was revoked by the refused request.
     assert client.get("/v1/users", headers=bearer(their_token["token"])).status_code == 200
+
+
+# Who may mint and revoke whose tokens (api.md "Limits and roles"): the user themself, an owner, and an admin only
+# for members. Every actor role against every target role, and against themself.
+TOKEN_AUTHORITY = {
+    ("owner", "owner"): True,
+    ("owner", "admin"): True,
+    ("owner", "member"): True,
+    ("admin", "owner"): False,
+    ("admin", "admin"): False,
+    ("admin", "member"): True,
+    ("member", "owner"): False,
+    ("member", "admin"): False,
+    ("member", "member"): False,
+}
+
+
+@pytest.mark.parametrize(("actor_role", "target_role"), sorted(TOKEN_AUTHORITY))
+def test_token_authority_by_role(tenant: TenantFixture, client: FlaskClient, actor_role: str, target_role: str) -> None:
+    actor = tenant.owner if actor_role == "owner" else tenant.add(actor_role)
+    target = tenant.add(target_role)
+    allowed = TOKEN_AUTHORITY[(actor_role, target_role)]
+
+    minted = client.post(f"/v1/users/{target.user_id}/tokens", headers=actor.headers)
+    assert minted.status_code == (201 if allowed else 403), minted.json
+
+    own = client.post(f"/v1/users/{target.user_id}/tokens", headers=target.headers).json
+    revoked = client.delete(f"/v1/tokens/{own['id']}", headers=actor.headers)
+    assert revoked.status_code == (204 if allowed else 403)
+    still_works = client.get("/v1/runs", headers=bearer(own["token"])).status_code == 200
+    assert still_works is not allowed, "a refused revoke must leave the token working"
+
+
+@pytest.mark.parametrize("role", ["owner", "admin", "member"])
+def test_everyone_manages_their_own_tokens(tenant: TenantFixture, client: FlaskClient, role: str) -> None:
+    person = tenant.owner if role == "owner" else tenant.add(role)
+    minted = client.post(f"/v1/users/{person.user_id}/tokens", headers=person.headers)
+    assert minted.status_code == 201
+    assert client.delete(f"/v1/tokens/{minted.json['id']}", headers=person.headers).status_code == 204
+    assert client.get("/v1/runs", headers=bearer(minted.json["token"])).status_code == 401
