@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import redis
 from flask import Flask
-from flask_smorest import Api
 from prometheus_client import CollectorRegistry
 from prometheus_flask_exporter import PrometheusMetrics
 
 from api import agents, approvals, audit, audit_events, auth, files, ops, problems, runs, users
 from api.context import Services
+from api.parsing import Api
 from hango import __version__
 from hango.config import Settings
 from hango.db import Database
@@ -50,5 +50,11 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
     problems.register(app)
     registry = CollectorRegistry()
     registry.register(StoredStateCollector(runtime.db))
-    PrometheusMetrics(app, registry=registry, group_by="url_rule", excluded_paths=["/docs/.*"])
+    PrometheusMetrics(
+        app,
+        registry=registry,
+        group_by="url_rule",
+        excluded_paths=["/docs/.*"],
+        metrics_decorator=ops.metrics_guard(settings.metrics_token),
+    )
     return app

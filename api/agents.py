@@ -45,6 +45,7 @@ def _audit(agent: AgentRow) -> AgentRow:
 
 
 @blp.route("/agents", methods=["POST"])
+@blp.problems(403, 409)
 @blp.arguments(AgentConfig)
 @blp.response(201, Agent)
 @audited("agent.create", "agent")
@@ -63,6 +64,7 @@ def list_agents(args: dict[str, Any]) -> Page[AgentRow]:
 
 
 @blp.route("/agents/<uuid:agent_id>", methods=["GET"])
+@blp.problems(404)
 @blp.response(200, Agent)
 def get_agent(agent_id: uuid.UUID) -> AgentRow:
     """One agent."""
@@ -70,6 +72,7 @@ def get_agent(agent_id: uuid.UUID) -> AgentRow:
 
 
 @blp.route("/agents/<uuid:agent_id>", methods=["PUT"])
+@blp.problems(403, 404, 409)
 @blp.arguments(AgentConfig)
 @blp.response(200, Agent)
 @audited("agent.replace", "agent", target_arg="agent_id")

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
 import marshmallow as ma
 from flask import request
-from marshmallow import fields, validate
+from marshmallow import fields, missing, validate
 
 from api.audit import audit_target, audit_written, audited
 from api.context import principal, services, trace_id
-from api.parsing import Blueprint
+from api.parsing import Blueprint, request_json
 from api.runs import Run
 from api.schemas import ListArgs, list_of, page_request
 from hango import approvals
-from hango.approvals import MALFORMED, DecisionsSchema
+from hango.approvals import DecisionsSchema
+from hango.errors import InvalidInput
 from hango.models import APPROVAL_STATES
 from hango.pagination import Page
 from hango.store.approvals import approval_json
@@ -61,16 +61,15 @@ def _page(page: Page[Any]) -> dict[str, Any]:
 
 def _body() -> Any:
     # Parsed here, judged by the service: a malformed body is a 400 only after the 404 and 403 checks.
-    raw = request.get_data(cache=True)
-    if not raw.strip():
-        return None
     try:
-        return json.loads(raw)
-    except ValueError:
-        return MALFORMED
+        body = request_json(request)
+    except InvalidInput as error:
+        return error
+    return None if body is missing else body
 
 
 @blp.route("/runs/<uuid:run_id>/approvals", methods=["POST"])
+@blp.problems(400, 403, 404, 409)
 @blp.doc(requestBody={"required": True, "content": {"application/json": {"schema": DecisionsSchema}}})
 @blp.response(200, DecisionResult)
 @audited("approval.decide", "run", target_arg="run_id")
@@ -87,6 +86,7 @@ def decide(run_id: uuid.UUID) -> dict[str, Any]:
 
 
 @blp.route("/runs/<uuid:run_id>/approvals", methods=["GET"])
+@blp.problems(404)
 @blp.arguments(ApprovalArgs, location="query")
 @blp.response(200, ApprovalList)
 def list_run_approvals(args: dict[str, Any], run_id: uuid.UUID) -> dict[str, Any]:

@@ -40,6 +40,7 @@ AuditEventList = list_of(AuditEvent, "AuditEventList")
 
 
 @blp.route("/audit-events", methods=["GET"])
+@blp.problems(403)
 @blp.arguments(AuditArgs, location="query")
 @blp.response(200, AuditEventList)
 def list_audit_events(args: dict[str, Any]) -> Page[Any]:

@@ -44,9 +44,19 @@ def principal() -> Principal:
 
 
 def trace_id() -> str:
-    """The request's trace id: the active span's, the caller's ``traceparent``, or a fresh one."""
+    """The trace id for the request's audit rows: the active span's, the caller's ``traceparent``, or a fresh one.
+
+    Only an authenticated caller's ``traceparent`` is believed: an audit row joins the trace that produced it, and
+    a caller without a valid token must not be able to point its refusal at somebody else's trace. A request that
+    failed authentication gets a fresh id. The value is computed once per request, after authentication (by the
+    views and the audit hook); a call before authentication would get, and keep, a fresh id.
+    """
     if "trace_id" not in g:
-        match = _TRACEPARENT.match(request.headers.get("traceparent", ""))
-        g.trace_id = current_trace_id() or (match.group(1) if match else uuid.uuid4().hex)
+        g.trace_id = _caller_trace_id() if g.get("principal") is not None else uuid.uuid4().hex
     value: str = g.trace_id
     return value
+
+
+def _caller_trace_id() -> str:
+    match = _TRACEPARENT.match(request.headers.get("traceparent", ""))
+    return current_trace_id() or (match.group(1) if match else uuid.uuid4().hex)

@@ -42,6 +42,7 @@ FileList = list_of(FileInfo, "FileList")
 
 
 @blp.route("/agents/<uuid:agent_id>/files", methods=["GET"])
+@blp.problems(404)
 @blp.arguments(FileArgs, location="query")
 @blp.response(200, FileList)
 def list_files(args: dict[str, Any], agent_id: uuid.UUID) -> Any:
@@ -50,6 +51,7 @@ def list_files(args: dict[str, Any], agent_id: uuid.UUID) -> Any:
 
 
 @blp.route("/agents/<uuid:agent_id>/files/<path:path>", methods=["GET"])
+@blp.problems(404)
 @blp.response(200, FileContent)
 def read_file(agent_id: uuid.UUID, path: str) -> File:
     """One file (``/memories/AGENTS.md`` is ``files/memories/AGENTS.md``)."""
@@ -57,6 +59,7 @@ def read_file(agent_id: uuid.UUID, path: str) -> File:
 
 
 @blp.route("/agents/<uuid:agent_id>/files/<path:path>", methods=["PUT"])
+@blp.problems(403, 404)
 @blp.arguments(FileWrite)
 @blp.response(200, FileContent)
 @audited("file.write", "file")
@@ -67,6 +70,7 @@ def write_file(body: dict[str, Any], agent_id: uuid.UUID, path: str) -> File:
 
 
 @blp.route("/agents/<uuid:agent_id>/files/<path:path>", methods=["DELETE"])
+@blp.problems(403, 404)
 @blp.response(204)
 @audited("file.delete", "file")
 def delete_file(agent_id: uuid.UUID, path: str) -> None:

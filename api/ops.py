@@ -1,16 +1,20 @@
-"""Operational endpoints: liveness, readiness and the human-readable API docs."""
+"""Operational endpoints: liveness, readiness, the metrics guard and the human-readable API docs."""
 
 from __future__ import annotations
 
+import hmac
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
-from flask import Blueprint, Flask, Response
+from flask import Blueprint, Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.context import services
 from api.problems import problem
+from hango.errors import Unauthorized
 
 blp = Blueprint("ops", __name__)
 
@@ -45,6 +49,28 @@ def _check_redis() -> str:
     except RedisError:
         return "unreachable"
     return "ok"
+
+
+def metrics_guard(token: str | None) -> Callable[[Callable[..., Any]], Callable[..., Any]] | None:
+    """The decorator putting ``/metrics`` behind ``Authorization: Bearer <HANGO_METRICS_TOKEN>``; ``None`` if unset.
+
+    The token is compared in constant time, so timing does not reveal how much of a guess was right.
+    """
+    if not token:
+        return None
+    expected = token.encode()
+
+    def guard(view: Callable[..., Any]) -> Callable[..., Any]:
+        @wraps(view)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), expected):
+                raise Unauthorized("/metrics needs 'Authorization: Bearer <HANGO_METRICS_TOKEN>'")
+            return view(*args, **kwargs)
+
+        return guarded
+
+    return guard
 
 
 def register(app: Flask) -> None:

@@ -17,6 +17,9 @@ from hango.errors import (
     NotAwaitingApproval,
     NotFound,
     PartialDecision,
+    RetryLater,
+    StreamCapacityFull,
+    TooManyStreams,
     Unauthorized,
 )
 
@@ -41,12 +44,16 @@ _DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
     (Forbidden, 403, "Forbidden"),
     (NotFound, 404, "Not found"),
     (Conflict, 409, "Conflict"),
+    (TooManyStreams, 429, "Too many streams"),
+    (StreamCapacityFull, 503, "Stream capacity full"),
 ]
 
 
 _KINDS: dict[type[HangoError], str] = {
     PartialDecision: "partial-decision",
     NotAwaitingApproval: "not-awaiting-approval",
+    TooManyStreams: "too-many-streams",
+    StreamCapacityFull: "stream-capacity-full",
 }
 
 
@@ -75,7 +82,10 @@ def _domain_problem(error: HangoError) -> Response:
                 extra["errors"] = field_errors(error.errors)
             if isinstance(error, PartialDecision):
                 extra["remaining"] = error.remaining
-            return problem(status, title, str(error), kind=_KINDS.get(cls), **extra)
+            response = problem(status, title, str(error), kind=_KINDS.get(cls), **extra)
+            if isinstance(error, RetryLater):
+                response.headers["Retry-After"] = str(error.retry_after)
+            return response
     return _internal_problem(error)
 
 

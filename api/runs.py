@@ -20,8 +20,9 @@ from hango.models import RUN_STATES
 from hango.models import Run as RunRow
 from hango.pagination import Page
 from hango.run import service
-from hango.run.stream import follow_events
+from hango.run.stream import open_stream
 
+MAX_SEQ = 2**63 - 1  # event sequence numbers are PostgreSQL bigints
 blp = Blueprint("runs", __name__, url_prefix="/v1", description="Runs, their messages and their events")
 
 
@@ -81,7 +82,7 @@ class RunListArgs(ListArgs):
 
 
 class EventArgs(ma.Schema):
-    after = fields.Integer(load_default=None, validate=validate.Range(min=0))
+    after = fields.Integer(load_default=None, validate=validate.Range(min=0, max=MAX_SEQ))
 
 
 RunList = list_of(Run, "RunList")
@@ -89,6 +90,7 @@ MessageList = list_of(MessageOut, "MessageList")
 
 
 @blp.route("/runs", methods=["POST"])
+@blp.problems(404)
 @blp.arguments(RunCreate)
 @blp.response(202, Run)
 @audited("run.create", "run")
@@ -109,6 +111,7 @@ def list_runs(args: dict[str, Any]) -> Page[RunRow]:
 
 
 @blp.route("/runs/<uuid:run_id>", methods=["GET"])
+@blp.problems(404)
 @blp.response(200, Run)
 def get_run(run_id: uuid.UUID) -> RunRow:
     """One run."""
@@ -116,6 +119,7 @@ def get_run(run_id: uuid.UUID) -> RunRow:
 
 
 @blp.route("/runs/<uuid:run_id>/cancel", methods=["POST"])
+@blp.problems(404, 409)
 @blp.response(200, Run)
 @audited("run.cancel", "run", target_arg="run_id")
 def cancel_run(run_id: uuid.UUID) -> RunRow:
@@ -124,6 +128,7 @@ def cancel_run(run_id: uuid.UUID) -> RunRow:
 
 
 @blp.route("/runs/<uuid:run_id>/messages", methods=["GET"])
+@blp.problems(404)
 @blp.arguments(ListArgs, location="query")
 @blp.response(200, MessageList)
 def list_messages(args: dict[str, Any], run_id: uuid.UUID) -> Page[Any]:
@@ -131,31 +136,60 @@ def list_messages(args: dict[str, Any], run_id: uuid.UUID) -> Page[Any]:
     return service.list_messages(services().runtime, principal(), run_id, page_request(args))
 
 
+def _refusal(description: str) -> dict[str, Any]:
+    """The OpenAPI of a refused stream: a problem document, and when to try again."""
+    return {
+        "description": description,
+        "headers": {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}},
+        "content": {"application/problem+json": {"schema": {"type": "object"}}},
+    }
+
+
 @blp.route("/runs/<uuid:run_id>/events", methods=["GET"])
+@blp.problems(404)
 @blp.arguments(EventArgs, location="query")
-@blp.doc(responses={"200": {"description": "a text/event-stream of the run's events"}})
+@blp.doc(
+    responses={
+        "200": {"description": "a text/event-stream of the run's events"},
+        "429": _refusal(
+            "urn:hango:problem:too-many-streams: the user already holds HANGO_MAX_STREAMS_PER_USER open streams"
+        ),
+        "503": _refusal(
+            "urn:hango:problem:stream-capacity-full: this server process streams to as many clients as it keeps "
+            "threads for (HANGO_MAX_STREAMS_PER_PROCESS)"
+        ),
+    }
+)
 def stream_events(args: dict[str, Any], run_id: uuid.UUID) -> Response:
-    """Server-Sent Events: the stored log from the start (or after ``Last-Event-ID`` / ``?after=``), then live."""
+    """Server-Sent Events: the stored log from the start (or after ``Last-Event-ID`` / ``?after=``), then live.
+
+    The stream is re-authorised at every keep-alive: a revoked token or a removed membership closes it.
+    """
     after = _resume_point(args.get("after"))
-    runtime, caller = services().runtime, principal()
-    service.get_run(runtime, caller, run_id)  # a 404 must be a response, not a broken stream
+    # Refusals (404, 429, 503) are raised here, so they are responses and not broken streams.
+    events = open_stream(services().runtime, principal(), run_id, after)
 
     def generate() -> Iterator[str]:
         yield "retry: 2000\n\n"
-        for event in follow_events(runtime, caller, run_id, after):
+        for event in events:
             if event is None:
                 yield ": keep-alive\n\n"
                 continue
             yield f"id: {event.seq}\nevent: {event.type}\ndata: {json.dumps(event.data, default=str)}\n\n"
 
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(stream_with_context(generate()), mimetype="text/event-stream", headers=headers)
+    response = Response(stream_with_context(generate()), mimetype="text/event-stream", headers=headers)
+    # Closing the response frees the slots even if the body was never iterated (a client gone before the first byte).
+    response.call_on_close(events.close)
+    return response
 
 
 def _resume_point(after: int | None) -> int:
     header = request.headers.get("Last-Event-ID")
     if header is None:
         return after or 0
-    if not header.strip().isdigit():
+    text = header.strip()
+    # ASCII digits that fit a bigint: ``str.isdigit`` alone admits "²" and other digits int() refuses.
+    if not (text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_SEQ):
         raise InvalidInput.field("Last-Event-ID", "must be the id of an event this stream sent")
-    return int(header.strip())
+    return int(text)

@@ -35,3 +35,40 @@ def list_of(item: type[ma.Schema], name: str) -> type[ma.Schema]:
         },
         name=name,
     )
+
+
+class FieldProblem(ma.Schema):
+    """One entry of a problem document's ``errors``."""
+
+    field = fields.String(required=True, metadata={"description": "dotted path, e.g. decisions[1].args.content"})
+    message = fields.String(required=True)
+
+
+class Problem(ma.Schema):
+    """An RFC 9457 problem document, the body of every error response."""
+
+    class Meta:
+        # Some problems carry extra members (``remaining``, ``checks``); RFC 9457 allows them.
+        unknown = ma.INCLUDE
+
+    type = fields.String(required=True, metadata={"description": "urn:hango:problem:<kind>"})
+    title = fields.String(required=True)
+    status = fields.Integer(required=True)
+    detail = fields.String(required=True)
+    errors = fields.List(fields.Nested(FieldProblem), metadata={"description": "every invalid field (400)"})
+
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+# When each problem status is answered; the type URNs are api.md's.
+PROBLEM_STATUSES: dict[int, str] = {
+    400: "Malformed, mistyped or unknown input, each field named in errors (urn:hango:problem:validation).",
+    401: "No token, or an unknown or revoked one (urn:hango:problem:unauthorized).",
+    403: "The caller's role does not allow this (urn:hango:problem:forbidden).",
+    404: "Nothing by that id is visible to the caller; another tenant's is never revealed "
+    "(urn:hango:problem:not-found).",
+    409: "The request clashes with the current state (urn:hango:problem:conflict, …:not-awaiting-approval, "
+    "…:partial-decision with remaining).",
+    413: "The body is over HANGO_MAX_BODY_BYTES (urn:hango:problem:payload-too-large).",
+    415: "The body is not application/json (urn:hango:problem:validation).",
+    500: "An unexpected failure; it is logged and nothing about it is revealed (urn:hango:problem:internal).",
+}

@@ -47,6 +47,7 @@ UserList = list_of(User, "UserList")
 
 
 @blp.route("/users", methods=["POST"])
+@blp.problems(403, 409)
 @blp.arguments(UserCreate)
 @blp.response(201, UserCreated)
 @audited("user.create", "user")
@@ -59,6 +60,7 @@ def create_user(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @blp.route("/users", methods=["GET"])
+@blp.problems(403)
 @blp.arguments(ListArgs, location="query")
 @blp.response(200, UserList)
 def list_users(args: dict[str, Any]) -> Page[Any]:
@@ -67,6 +69,7 @@ def list_users(args: dict[str, Any]) -> Page[Any]:
 
 
 @blp.route("/users/<uuid:user_id>/tokens", methods=["POST"])
+@blp.problems(403, 404)
 @blp.response(201, TokenCreated)
 @audited("token.create", "user", target_arg="user_id")
 def create_token(user_id: uuid.UUID) -> dict[str, Any]:
@@ -77,6 +80,7 @@ def create_token(user_id: uuid.UUID) -> dict[str, Any]:
 
 
 @blp.route("/tokens/<uuid:token_id>", methods=["DELETE"])
+@blp.problems(403, 404)
 @blp.response(204)
 @audited("token.revoke", "api_token", target_arg="token_id")
 def revoke_token(token_id: uuid.UUID) -> None:

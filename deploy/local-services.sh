@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure PostgreSQL and Redis answer on 127.0.0.1, starting them when they are installed but down.
-# Sourced by .ci/run and deploy/quickstart.sh; fails with a clear message when a service is not installed.
+# Sourced by tests/run.sh; fails with a clear message when a service is not installed.
 
 _wait_for() {  # _wait_for DESCRIPTION COMMAND...
   local what=$1; shift

@@ -31,7 +31,6 @@ from hango.store.audit import AuditRecord, insert_audit_events
 from hango.validation import field_errors
 
 log = logging.getLogger(__name__)
-MALFORMED = object()
 NEEDS_MESSAGE = ("reject", "respond")
 
 
@@ -203,8 +202,8 @@ def _audit(principal: Principal, named: NamedApproval, trace_id: str | None) -> 
 
 
 def _parse(body: Any) -> list[dict[str, Any]]:
-    if body is MALFORMED:
-        raise InvalidInput.field("body", "is not valid JSON")
+    if isinstance(body, InvalidInput):  # the edge could not decode the body
+        raise body
     try:
         loaded: dict[str, Any] = DecisionsSchema().load(body if body is not None else {})
     except ValidationError as exc:

@@ -116,15 +116,27 @@ def tenants_create(ctx: click.Context, name: str, owner_email: str, as_json: boo
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.option("--workers", default=2, show_default=True, type=int, help="gunicorn worker processes")
 @click.option(
-    "--threads", default=64, show_default=True, type=int, help="threads per worker (an open SSE stream holds one)"
+    "--threads",
+    type=click.IntRange(min=2),
+    help="threads per worker [default: HANGO_API_THREADS, 64]; open event streams hold at most three quarters "
+    "of them (or HANGO_MAX_STREAMS_PER_PROCESS), the rest serve ordinary requests",
 )
 @click.pass_context
-def api_command(ctx: click.Context, host: str, port: int, workers: int, threads: int) -> None:
+def api_command(ctx: click.Context, host: str, port: int, workers: int, threads: int | None) -> None:
     """Serve the HTTP API with gunicorn."""
     from hango.server import serve  # gunicorn is only needed by this command
 
-    _require_services(_settings(ctx))
+    settings = _settings(ctx)
+    _require_services(settings)
+    threads = threads or settings.api_threads
+    try:
+        settings.replace(api_threads=threads).check()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
     options: dict[str, Any] = {"bind": f"{host}:{port}", "workers": workers, "threads": threads}
+    # The workers build their settings from the environment: they must size their stream capacity by the
+    # threads gunicorn really gives them.
+    options["raw_env"] = [f"HANGO_API_THREADS={threads}"]
     serve(options)
 
 
@@ -178,6 +190,8 @@ def standalone_command(ctx: click.Context, data_dir: Path, host: str, port: int,
 
     HANGO_DATABASE_URL and HANGO_REDIS_URL, when set, are used instead of the embedded services. The URLs in use
     are written to DATA_DIR/standalone.json, e.g. for "hango tenants create" with HANGO_DATABASE_URL set from it.
+    DATA_DIR is made private (0700); every process logs into DATA_DIR/logs/, and the terminal shows only the
+    banner, warnings and errors.
     """
     options = standalone.Options(data_dir=data_dir, host=host, port=port, concurrency=concurrency)
     try:
@@ -190,9 +204,21 @@ def standalone_command(ctx: click.Context, data_dir: Path, host: str, port: int,
 @main.command("flower")
 @click.option("--port", default=5555, show_default=True, type=int)
 @click.option("--address", default="127.0.0.1", show_default=True)
+@click.option(
+    "--insecure-no-auth",
+    is_flag=True,
+    help="Serve without a login; accepted only with a loopback --address (127.0.0.1, ::1, localhost).",
+)
 @click.pass_context
-def flower_command(ctx: click.Context, port: int, address: str) -> None:
-    """Flower, the Celery monitoring UI, on hango's broker."""
+def flower_command(ctx: click.Context, port: int, address: str, insecure_no_auth: bool) -> None:
+    """Flower, the Celery monitoring UI, on hango's broker.
+
+    Flower asks for the HTTP basic-auth login in HANGO_FLOWER_BASIC_AUTH ("user:password") and refuses to start
+    without one, unless --insecure-no-auth is given with a loopback --address.
+    """
     settings = _settings(ctx)
     _require_services(settings)
-    _edge("tasks.worker").run_flower(settings, address, port)
+    try:
+        _edge("tasks.worker").run_flower(settings, address, port, insecure_no_auth=insecure_no_auth)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc

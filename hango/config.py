@@ -86,10 +86,12 @@ def parse_http_url(text: str) -> str:
 
 
 def parse_basic_auth(text: str) -> str:
-    """``user:password`` for HTTP basic auth; both parts non-empty."""
+    """``user:password`` for HTTP basic auth; both parts non-empty, and no comma (Flower reads a comma list)."""
     user, colon, password = text.partition(":")
     if not colon or not user or not password:
         raise ValueError("use user:password, both non-empty")
+    if "," in text:
+        raise ValueError("a comma would split it into several logins; choose a password without one")
     return text
 
 

@@ -61,3 +61,19 @@ class PartialDecision(Conflict):
     def __init__(self, detail: str, remaining: list[dict[str, str]]) -> None:
         super().__init__(detail)
         self.remaining = remaining
+
+
+class RetryLater(HangoError):
+    """A limit is reached for now; ``retry_after`` is a hint, in whole seconds, of when trying again may work."""
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+class TooManyStreams(RetryLater):
+    """The user already holds as many open event streams as they may (across every API process)."""
+
+
+class StreamCapacityFull(RetryLater):
+    """This API process serves as many streams as it may while keeping threads free for ordinary requests."""

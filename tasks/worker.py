@@ -6,6 +6,7 @@ duplicate or redelivered message does nothing.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -13,12 +14,15 @@ import sys
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from celery import Celery
 from celery.signals import worker_process_init
 
 from hango.config import Settings
+from hango.errors import ConfigError
 from hango.queue import EXPIRE_TASK, PING_TASK, RECONCILE_TASK, RUN_TASK, STATS_TASK, make_celery, task_options
 from hango.run.expiry import expire_stale
 from hango.run.reconciler import reconcile
@@ -112,9 +116,10 @@ def run_worker(settings: Settings, concurrency: int, *, beat: bool = False) -> N
         "--without-gossip",
         "--without-mingle",
     ]
-    if beat:
-        argv += ["--beat", f"--schedule={_schedule_file(settings)}"]
-    create_worker_app(settings).worker_main(argv)
+    with _schedule_file(settings) as schedule:
+        if beat:
+            argv += ["--beat", f"--schedule={schedule}"]
+        create_worker_app(settings).worker_main(argv)
 
 
 def run_beat(settings: Settings) -> None:
@@ -122,16 +127,57 @@ def run_beat(settings: Settings) -> None:
     _stdout_to_stderr()
     configure_tracing(settings, "beat")
     app = create_worker_app(settings)
-    app.start(["beat", f"--loglevel={settings.log_level}", f"--schedule={_schedule_file(settings)}"])
+    with _schedule_file(settings) as schedule:
+        app.start(["beat", f"--loglevel={settings.log_level}", f"--schedule={schedule}"])
 
 
-def run_flower(settings: Settings, address: str, port: int) -> None:
-    """``hango flower``: Flower's web UI for the workers and tasks on hango's broker."""
+def run_flower(settings: Settings, address: str, port: int, *, insecure_no_auth: bool = False) -> None:
+    """``hango flower``: Flower's web UI for the workers and tasks on hango's broker.
+
+    Raises:
+        ConfigError: No ``HANGO_FLOWER_BASIC_AUTH`` and not explicitly allowed to serve without it on loopback.
+    """
+    argv = flower_argv(settings, address, port, insecure_no_auth=insecure_no_auth)
     _stdout_to_stderr()
-    create_worker_app(settings).start(["flower", f"--address={address}", f"--port={port}"])
+    create_worker_app(settings).start(argv)
 
 
-def _schedule_file(settings: Settings) -> str:
-    # Beat keeps only its last-run times here; losing the file merely runs each job once more. A folder per
-    # process keeps two schedulers (two standalones, parallel test runs) from sharing one file.
-    return os.path.join(tempfile.mkdtemp(prefix=f"hango-beat-{settings.queue}-"), "schedule")
+def flower_argv(settings: Settings, address: str, port: int, *, insecure_no_auth: bool) -> list[str]:
+    """Flower's arguments: basic auth from the settings, or no auth only when asked for on a loopback address.
+
+    Flower shows every task's arguments and can revoke tasks and shut workers down, so serving it without a login
+    is allowed only where nobody else can connect.
+    """
+    argv = ["flower", f"--address={address}", f"--port={port}"]
+    if settings.flower_basic_auth:
+        # Passed inside this process, so the password never appears in the process list.
+        return [*argv, f"--basic-auth={settings.flower_basic_auth}"]
+    if not insecure_no_auth:
+        raise ConfigError(
+            "Flower needs a login: set HANGO_FLOWER_BASIC_AUTH=user:password "
+            "(or pass --insecure-no-auth with a loopback --address such as 127.0.0.1)"
+        )
+    if not _is_loopback(address):
+        raise ConfigError(f"--insecure-no-auth is only allowed on a loopback --address, not {address!r}")
+    log.warning("Flower is serving without authentication on %s:%s", address, port)
+    return argv
+
+
+def _is_loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+@contextmanager
+def _schedule_file(settings: Settings) -> Iterator[str]:
+    """A private beat schedule file, removed when the process stops.
+
+    Beat keeps only its last-run times here; losing the file merely runs each job once more. A folder per
+    process keeps two schedulers (two standalones, parallel test runs) from sharing one file.
+    """
+    with tempfile.TemporaryDirectory(prefix=f"hango-beat-{settings.queue}-") as folder:
+        yield os.path.join(folder, "schedule")

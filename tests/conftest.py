@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -15,8 +16,35 @@ from hango import migrate
 from hango.config import Settings
 from hango.db import Database, engine_url
 
+SCRATCH: dict[str, str] = {}  # where this session keeps temporary files, for the summary of a failed run
+
 ADMIN_URL = os.environ.get("HANGO_TEST_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("HANGO_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_files_under_basetemp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep what the tests and the processes they start write under pytest's base folder, not in /tmp.
+
+    TMPDIR (inherited by every process the tests start: Celery beat's schedule folders, multiprocessing's pymp-*,
+    pgserver's lock file) becomes its ``tmp/``; the logs of tests/support/processes.py go to its ``logs/``.
+    tests/run.sh removes the whole base folder after a successful run.
+    """
+    base = tmp_path_factory.getbasetemp()
+    SCRATCH.update(TMPDIR=str(base / "tmp"), HANGO_TEST_LOG_DIR=str(base / "logs"))
+    for path in SCRATCH.values():
+        os.makedirs(path, exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in SCRATCH.items():
+            patch.setenv(name, value)
+        patch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+        yield
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int) -> None:
+    """After a failure, say where the processes' logs are."""
+    if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED) and SCRATCH:
+        terminalreporter.write_line(f"process logs: {SCRATCH['HANGO_TEST_LOG_DIR']}")
 
 
 def create_database(prefix: str = "hango_test") -> str:

@@ -1,11 +1,119 @@
 #!/usr/bin/env bash
-# The test command: lint, type-check, then the whole suite against PostgreSQL and Redis on 127.0.0.1.
+# The test command: sets up what the tests need, then lint, type-check and the whole suite against PostgreSQL and
+# Redis on 127.0.0.1. Arguments go to pytest (`bash tests/run.sh -q -k foo`).
+#
+# Set-up, each step skipped when already done, so that a second run starts at once:
+#   1. .venv with `pip install -e '.[dev]'`: created when missing; installed again when a requirement of hango or of
+#      its dev extra is missing (a `.venv` from deploy/quickstart.sh has only `.[standalone]`) or when setup.cfg or
+#      pyproject.toml changed since the last install (their hash is kept in .venv/.hango-dev-install).
+#   2. Programs the tests need beyond Python packages (none yet).
+#   3. PostgreSQL and Redis started when they are installed but down (deploy/local-services.sh), unless
+#      HANGO_TEST_ADMIN_URL / HANGO_TEST_REDIS_URL point the tests elsewhere.
+# Whatever the tests and their processes write to a temporary folder (pytest's tmp_path, process logs, Celery beat
+# schedules, ...) goes to one folder of this run, removed at the end; kept, and named, when pytest fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=.venv/bin
-[ -x "$bin/python" ] || bin=$(dirname "$(command -v python3)")
 
-"$bin/python" -m ruff check .
-"$bin/python" -m ruff format --check .
-"$bin/python" -m mypy
-"$bin/python" -m pytest "$@"
+venv=.venv
+python=$venv/bin/python
+stamp=$venv/.hango-dev-install
+
+# 1. Python packages.
+setup_hash() {
+  cat setup.cfg pyproject.toml | "$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())'
+}
+
+# Prints what .venv lacks for `.[dev]` of this checkout; nothing when all is there.
+venv_missing() {
+  "$python" -I - <<'EOF'  # -I: not the hango.egg-info in the working directory
+import importlib.metadata as metadata
+import json
+import os
+import urllib.parse
+import urllib.request
+
+
+def missing() -> list[str]:
+    try:
+        from pip._vendor.packaging.requirements import Requirement
+    except ImportError:
+        return ["pip"]
+    try:
+        dist = metadata.distribution("hango")
+    except metadata.PackageNotFoundError:
+        return ["hango"]
+    origin = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
+    source = urllib.request.url2pathname(urllib.parse.urlparse(origin).path) if origin.startswith("file:") else ""
+    if not (source and os.path.exists(source) and os.path.samefile(source, ".")):
+        return [f"hango from this checkout (installed from {origin or 'an index'})"]
+    found = []
+    for text in dist.requires or []:
+        requirement = Requirement(text)
+        if requirement.marker and not requirement.marker.evaluate({"extra": "dev"}):
+            continue
+        try:
+            version = metadata.version(requirement.name)
+        except metadata.PackageNotFoundError:
+            found.append(requirement.name)
+            continue
+        if not requirement.specifier.contains(version, prereleases=True):
+            found.append(f"{requirement.name}{requirement.specifier} (found {version})")
+    return found
+
+
+print(", ".join(missing()))
+EOF
+}
+
+mkdir -p .hango
+exec 9>.hango/tests-setup.lock
+command -v flock >/dev/null && flock 9  # two runs at once on a fresh clone: the second waits for the first's set-up
+if [ ! -x "$python" ]; then
+  python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "error: hango needs Python 3.11 or newer as python3" >&2; exit 1; }
+  echo "creating $venv" >&2
+  python3 -m venv "$venv" || { rm -rf "$venv"; echo "error: python3 -m venv failed (on Debian: apt-get install python3-venv)" >&2; exit 1; }
+fi
+want=$(setup_hash)
+missing=$(venv_missing)
+if [ -n "$missing" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  if [ -n "$missing" ]; then
+    echo "installing hango and its dev extra into $venv; missing: $missing" >&2
+  elif [ -f "$stamp" ]; then
+    echo "installing hango and its dev extra into $venv: setup.cfg or pyproject.toml changed since the last install" >&2
+  else
+    echo "installing hango and its dev extra into $venv: no install by tests/run.sh recorded there yet" >&2
+  fi
+  "$python" -m pip install --quiet -e '.[dev]'
+  echo "$want" > "$stamp"
+fi
+
+# 2. Programs the tests need beyond Python packages: none yet. Check for each one here (`command -v`), installing it
+#    or failing with an install hint when it is missing.
+
+# 3. Services.
+# shellcheck source=deploy/local-services.sh
+source deploy/local-services.sh
+[ -n "${HANGO_TEST_ADMIN_URL:-}" ] || ensure_postgres
+[ -n "${HANGO_TEST_REDIS_URL:-}" ] || ensure_redis
+exec 9>&-  # the end of set-up: releases the lock
+
+"$python" -m ruff check .
+"$python" -m ruff format --check .
+"$python" -m mypy
+
+# This run's temporary folder: TMPDIR for pytest and all it starts, and its --basetemp (tmp_path's folders;
+# tests/conftest.py puts the processes' logs in its logs/ and points the tests' TMPDIR at its tmp/).
+run=$(mktemp -d "${TMPDIR:-/tmp}/hango-test-run-XXXXXX")
+pytest_status=running
+finish() {  # keeps the folder only after pytest failed or was stopped, and only when the tests wrote something there
+  if [[ $pytest_status =~ ^(0|5)$ ]] || [ -z "$(find "$run" -type f -print -quit)" ]; then
+    rm -rf "$run"
+  else
+    local what="exited with $pytest_status"
+    [ "$pytest_status" = running ] && what="was stopped"
+    echo "tests/run.sh: pytest $what; its temporary files are kept in $run (process logs: $run/pytest/logs)" >&2
+  fi
+}
+trap finish EXIT
+TMPDIR=$run "$python" -m pytest --basetemp="$run/pytest" "$@" && pytest_status=0 || pytest_status=$?
+exit "$pytest_status"

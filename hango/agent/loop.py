@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
-from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage
+from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage, unique_call_ids
 from hango.agent.middleware.base import (
     Chain,
     LoopScope,
@@ -28,7 +28,7 @@ from hango.agent.middleware.base import (
 )
 from hango.agent.models.base import Model, ModelError, ModelRequest, ToolSpec
 from hango.agent.state import SUSPENDED_BATCH, AwaitingApproval, Done, Failed, LoopState, Outcome
-from hango.agent.tools.base import ToolContext, ToolRegistry, ToolSignal, execute
+from hango.agent.tools.base import DEFAULT_LIMITS, ToolContext, ToolLimits, ToolRegistry, ToolSignal, execute
 from hango.errors import HangoError
 from hango.store.files import FileSystem
 
@@ -57,7 +57,8 @@ class BatchScope(Protocol):
         ...
 
     def isolated(self, call: ToolCall, run: Callable[[], ToolResult]) -> ToolResult:
-        """Run one call so that a storage failure inside it undoes only that call, as an error result."""
+        """Run one call so that a storage failure or a ``ToolTimeout`` inside it undoes only that call, as an
+        error result."""
         ...
 
     def append(self, messages: list[Message], state: LoopState) -> list[Message]:
@@ -106,8 +107,13 @@ class AgentLoop:
         tools: ToolRegistry,
         services: LoopServices,
         port: LoopPort,
+        limits: ToolLimits = DEFAULT_LIMITS,
+        taken_ids: set[str] | None = None,
     ) -> None:
         self._config = config
+        self._limits = limits
+        # The run's tool call ids outside this loop's history (shared with the run's other loops, and grown here).
+        self._taken_ids = taken_ids if taken_ids is not None else set()
         self._model = model
         self._chain = chain
         self._tools = tools
@@ -157,11 +163,23 @@ class AgentLoop:
             tools=self._tool_specs(),
             max_tokens=self._config.max_tokens,
         )
-        turn = self._chain.model_call(ModelCall(request, scope), lambda call: self._model.complete(call.request))
+        answered = self._chain.model_call(ModelCall(request, scope), lambda call: self._model.complete(call.request))
+        turn = self._with_unique_ids(answered, scope.state.messages)
         self._port.check_active()
         [message] = self._port.append([turn.message()], scope.state, turn.usage)
         scope.state.messages.append(message)
         return turn
+
+    def _with_unique_ids(self, turn: AssistantTurn, history: Sequence[Message]) -> AssistantTurn:
+        unique = unique_call_ids(turn, history, self._taken_ids)
+        self._taken_ids.update(call.id for call in unique.tool_calls)
+        if unique is not turn:
+            pairs = zip(turn.tool_calls, unique.tool_calls, strict=True)
+            renamed = {given.id: kept.id for given, kept in pairs if given.id != kept.id}
+            log.warning(
+                "the model repeated tool call ids; renamed %s", renamed, extra={"run_id": str(self._services.run_id)}
+            )
+        return unique
 
     def _tool_specs(self) -> list[ToolSpec]:
         return [tool.spec() for name in self._config.tool_names if (tool := self._tools.get(name)) is not None]
@@ -227,6 +245,7 @@ class AgentLoop:
             files=files,
             subagent_call_id=services.subagent_call_id,
             extras=services.extras,
+            limits=self._limits,
         )
         return ToolCallRequest(call, self._tools.get(call.name), context, scope, phase)
 

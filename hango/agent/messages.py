@@ -10,7 +10,8 @@ the same values:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Block = dict[str, Any]
@@ -112,3 +113,28 @@ class AssistantTurn:
         blocks = [text_block(self.text)] if self.text else []
         blocks += [tool_use_block(call) for call in self.tool_calls]
         return Message(role="assistant", content=blocks)
+
+
+def unique_call_ids(
+    turn: AssistantTurn, history: Iterable[Message], taken: Collection[str] = frozenset()
+) -> AssistantTurn:
+    """The turn with every call id unused by ``history``, by ``taken`` and by the turn's earlier calls.
+
+    Tool results and approvals are matched to calls by id, so a provider repeating an id (a scripted model, an
+    OpenAI-compatible server counting from 1 each turn) would make a new call look answered or decided. A repeat
+    becomes ``<id>_2`` (``_3``, … if that is taken too), derived from the history alone, before it is persisted:
+    what the loop, the store and the provider see next is the renamed id. ``taken`` holds the ids of the rest of
+    the run (the parent's and the other children's), which are not in one loop's history.
+    """
+    used = {call.id for message in history for call in message.tool_calls} | set(taken)
+    calls: list[ToolCall] = []
+    for call in turn.tool_calls:
+        base = call.id or "call"
+        unique, suffix = base, 2
+        while unique in used:
+            unique, suffix = f"{base}_{suffix}", suffix + 1
+        used.add(unique)
+        calls.append(call if unique == call.id else replace(call, id=unique))
+    if calls == turn.tool_calls:
+        return turn
+    return replace(turn, tool_calls=calls)

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
 from hango.agent.state import LoopState, dump_state
+from hango.agent.tools.base import ToolTimeout
 from hango.models import Run, SubagentCall
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.store.files import FileSystem
@@ -96,6 +97,10 @@ class _Batch:
         except SQLAlchemyError:
             log.exception("tool call failed in storage", extra={"tool": call.name, "tool_call_id": call.id})
             return ToolResult(call.id, f"{call.name} failed: the storage operation was refused", is_error=True)
+        except ToolTimeout as exc:
+            # The savepoint is rolled back: nothing half-done by the stopped call survives.
+            log.warning("tool call timed out", extra={"tool": call.name, "tool_call_id": call.id})
+            return ToolResult(call.id, str(exc), is_error=True)
 
     def append(self, messages: list[Message], state: LoopState) -> list[Message]:
         run = locked_active_run(self.work.session, self.lease)

@@ -32,13 +32,13 @@ from hango.agent.middleware.hitl import load_decisions
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.factory import build_model
 from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome, load_private
-from hango.agent.tools.base import ToolError
+from hango.agent.tools.base import ToolError, ToolLimits
 from hango.agent.tools.task import GENERAL_PURPOSE, RUNNER_KEY
 from hango.models import PendingApproval, Run, SubagentCall
 from hango.run.persistence import Lease, RunPersistence, locked_active_run, write_messages
 from hango.run.runtime import Runtime, unit_of_work
 from hango.store import approvals as approval_store
-from hango.store.messages import loop_history
+from hango.store.messages import loop_history, tool_call_ids
 from hango.telemetry import tracer
 
 
@@ -90,6 +90,9 @@ class Loops:
         self.stop = stop
         self.snapshot: dict[str, Any] = run.agent_snapshot
         self.span_context: SpanContext | None = None
+        # Every tool call id of the run, read once per execution and grown by each loop's turns: a provider that
+        # repeats an id in another loop of the same run (a child reusing its parent's) still gets a fresh one.
+        self.call_ids: set[str] | None = None
 
     def drive(self, spec: LoopSpec, subagent_call_id: uuid.UUID | None, depth: int) -> tuple[Outcome, LoopState]:
         """Run (or resume) one loop from its stored history, state and decisions."""
@@ -97,6 +100,8 @@ class Loops:
             history = loop_history(session, self.run.id, subagent_call_id)
             decided = approval_store.decided_unanswered(session, self.run, subagent_call_id)
             stored = self._stored_state(session, subagent_call_id)
+            if self.call_ids is None:
+                self.call_ids = tool_call_ids(session, self.run.id)
         state = LoopState(messages=history, private=load_private(stored))
         # Decisions go into the state before any before_run hook runs.
         load_decisions(state, {row.tool_call_id: decision_of(row) for row in decided})
@@ -119,6 +124,8 @@ class Loops:
             self.runtime.tools,
             port,
             port,
+            ToolLimits.of(self.runtime.settings),
+            self.call_ids,
         )
         with invoke_agent_span(self.run, spec, subagent_call_id) as span:
             outcome = loop.run(state)

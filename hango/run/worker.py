@@ -17,6 +17,7 @@ from sqlalchemy import func, select, update
 
 from hango.agent.loop import RunStopped
 from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, dump_state, load_private
+from hango.errors import HangoError
 from hango.models import PendingApproval, Run
 from hango.run.persistence import Lease, locked_active_run
 from hango.run.runtime import Runtime, unit_of_work
@@ -77,11 +78,27 @@ def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -
             log.info("run stopped (cancelled or lease lost)", extra={"run_id": str(run.id)})
             return "stopped"
         except Exception as exc:  # the worker boundary: record why the run failed, then keep serving
-            log.exception("run failed unexpectedly", extra={"run_id": str(run.id)})
-            outcome, state = Failed(f"internal error: {type(exc).__name__}: {exc}"), None
+            outcome, state = unexpected_failure(exc, run.id), None
     if isinstance(outcome, AwaitingApproval) and state is not None:
         return _suspend(runtime, lease, outcome, state, loops.span_context)
     return _finish(runtime, lease, outcome)
+
+
+def unexpected_failure(exc: Exception, run_id: uuid.UUID) -> Failed:
+    """The public outcome of an exception that escaped the loop; its full text goes to the log only.
+
+    hango's own errors carry messages written for users. Anything else may hold internals — a SQLAlchemy error's
+    text has the SQL and its parameters, which can be another call's data — so the run's ``error`` gets a reference
+    to the log line instead.
+    """
+    if isinstance(exc, HangoError):
+        log.warning("run failed: %s", exc, extra={"run_id": str(run_id)})
+        return Failed(str(exc))
+    reference = uuid.uuid4().hex[:12]
+    log.exception(
+        "run failed unexpectedly (reference %s)", reference, extra={"run_id": str(run_id), "error_reference": reference}
+    )
+    return Failed(f"internal error (see the worker log, reference {reference})")
 
 
 def _suspend(

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from sqlalchemy import ColumnElement, delete, func, select
 from sqlalchemy.orm import Session
 
+from hango.agent.deadline import shielded_call
 from hango.agent.paths import is_agent_path, normalize_path
 from hango.auth import Principal
 from hango.errors import NotFound
@@ -26,10 +27,21 @@ class FileInfo:
     updated_at: datetime
 
 
+@dataclass(frozen=True)
+class StorageUse:
+    """What the owner of a path stores, in UTF-8 bytes of paths and contents: all its files, and the file at that
+    path (0 if none)."""
+
+    owner_bytes: int
+    file_bytes: int
+
+
 class FileSystem:
     """One run's view of the filesystem inside a transaction: its scratch files plus its agent's files.
 
     Paths are normalised here; ``/memories/…`` and ``/skills/…`` resolve to the agent, everything else to the run.
+    Every method runs shielded from a tool call's deadline timer, which must never interrupt SQLAlchemy in the
+    middle of a statement (see :mod:`hango.agent.deadline`).
     """
 
     def __init__(self, session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID) -> None:
@@ -46,12 +58,14 @@ class FileSystem:
     def _visible(self) -> ColumnElement[bool]:
         return (File.tenant_id == self._tenant_id) & ((File.agent_id == self._agent_id) | (File.run_id == self._run_id))
 
+    @shielded_call
     def read(self, path: str, *, for_update: bool = False) -> str | None:
         """The file's content, or ``None`` when it does not exist; ``for_update`` locks it until commit."""
         path = normalize_path(path)
         statement = select(File.content).where(self._owner(path), File.path == path)
         return self._session.scalar(statement.with_for_update() if for_update else statement)
 
+    @shielded_call
     def write(self, path: str, content: str) -> None:
         """Create or replace a file."""
         path = normalize_path(path)
@@ -64,12 +78,14 @@ class FileSystem:
         self._session.add(File(id=uuid.uuid4(), tenant_id=self._tenant_id, path=path, content=content, **owner))
         self._session.flush()
 
+    @shielded_call
     def delete(self, path: str) -> bool:
         """Remove a file; ``False`` when it did not exist."""
         path = normalize_path(path)
         result = self._session.execute(delete(File).where(self._owner(path), File.path == path))
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
+    @shielded_call
     def list_files(self, prefix: str = "/") -> list[FileInfo]:
         """Every visible file whose path starts with ``prefix``, sorted by path."""
         prefix = normalize_path(prefix)
@@ -80,15 +96,19 @@ class FileSystem:
         )
         return [FileInfo(path, size or 0, updated) for path, size, updated in self._session.execute(statement)]
 
-    def contents(self, prefix: str = "/") -> list[tuple[str, str]]:
-        """Every visible file under ``prefix`` with its content (for grep), sorted by path."""
-        prefix = normalize_path(prefix)
-        statement = (
-            select(File.path, File.content)
-            .where(self._visible(), File.path.startswith(prefix, autoescape=True))
-            .order_by(File.path)
-        )
-        return [(path, content) for path, content in self._session.execute(statement)]
+    @shielded_call
+    def storage(self, path: str) -> StorageUse:
+        """The bytes (paths and contents) stored by the owner of ``path`` (the run's scratch, or the agent) and by it.
+
+        ``octet_length`` reads a stored value's size without fetching, or decompressing, the value itself.
+        """
+        path = normalize_path(path)
+        size = func.octet_length(File.path) + func.octet_length(File.content)
+        statement = select(
+            func.coalesce(func.sum(size), 0), func.coalesce(func.sum(size).filter(File.path == path), 0)
+        ).where(self._owner(path))
+        owner_bytes, file_bytes = self._session.execute(statement).one()
+        return StorageUse(int(owner_bytes), int(file_bytes))
 
 
 def find_agent_file(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from hango.agent.messages import Message
@@ -58,6 +58,14 @@ def loop_history(session: Session, run_id: uuid.UUID, subagent_call_id: uuid.UUI
     else:
         statement = statement.where(MessageRow.subagent_call_id == subagent_call_id)
     return [to_message(row) for row in session.scalars(statement.order_by(MessageRow.seq))]
+
+
+def tool_call_ids(session: Session, run_id: uuid.UUID) -> set[str]:
+    """Every tool call id the run's assistant messages hold, its subagents' included (read in the database)."""
+    # A set-returning function in the select list: one row per tool_use block, the id as text.
+    ids = func.jsonb_path_query(MessageRow.content, '$[*] ? (@.type == "tool_use").id').op("#>>")("{}")
+    statement = select(ids).where(MessageRow.run_id == run_id, MessageRow.role == "assistant")
+    return set(session.scalars(statement))
 
 
 def list_messages(session: Session, principal: Principal, run_id: uuid.UUID, page: PageRequest) -> Page[MessageRow]:

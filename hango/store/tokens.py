@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import cast
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from hango.auth import Principal
@@ -38,13 +38,23 @@ def revoke_token(token: ApiToken) -> None:
 
 def principal_for_hash(session: Session, token_hash: str) -> Principal | None:
     """The principal a live token stands for, or ``None`` for an unknown or revoked token."""
+    return _live_principal(session, ApiToken.token_hash == token_hash)
+
+
+def principal_for_token(session: Session, token_id: uuid.UUID) -> Principal | None:
+    """The principal a token stands for now, or ``None`` once it is revoked or its user left the tenant."""
+    return _live_principal(session, ApiToken.id == token_id)
+
+
+def _live_principal(session: Session, which: ColumnElement[bool]) -> Principal | None:
+    # The join on the membership is what makes a removed user's tokens stop working.
     row = session.execute(
         select(ApiToken.id, ApiToken.tenant_id, ApiToken.user_id, Membership.role)
         .join(
             Membership,
             (Membership.tenant_id == ApiToken.tenant_id) & (Membership.user_id == ApiToken.user_id),
         )
-        .where(ApiToken.token_hash == token_hash, ApiToken.revoked_at.is_(None))
+        .where(which, ApiToken.revoked_at.is_(None))
     ).one_or_none()
     if row is None:
         return None

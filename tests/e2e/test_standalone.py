@@ -1,7 +1,8 @@
 """``hango standalone`` as a user runs it: one command on an embedded PostgreSQL and Redis, with no HANGO_* set.
 
 Each test starts the real command in its own process group, talks to it over HTTP and the CLI, and checks that
-no process it started outlives it.
+no process it started outlives it. Each works in a folder of its own that it removes at the end, so that no data,
+socket or log is left in /tmp.
 """
 
 from __future__ import annotations
@@ -9,9 +10,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -197,6 +203,16 @@ def _command(pid: int) -> str:
 
 
 @pytest.fixture
+def folder() -> Iterator[Path]:
+    """A private folder of the test's own in the temporary folder, removed with everything in it at the end."""
+    path = Path(tempfile.mkdtemp(prefix="hango-standalone-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+@pytest.fixture
 def decoy() -> Iterator[subprocess.Popen[bytes]]:
     """An unrelated live process, whose pid stands in for one reused since a crash."""
     process = subprocess.Popen(["sleep", "300"], start_new_session=True)
@@ -205,8 +221,8 @@ def decoy() -> Iterator[subprocess.Popen[bytes]]:
     process.wait()
 
 
-def test_survives_kill_9_and_restarts_on_the_same_data(tmp_path: Path, decoy: subprocess.Popen[bytes]) -> None:
-    data_dir, port, log = tmp_path / "data", free_port(), tmp_path / "standalone.log"
+def test_survives_kill_9_and_restarts_on_the_same_data(folder: Path, decoy: subprocess.Popen[bytes]) -> None:
+    data_dir, port, log = folder / "data", free_port(), folder / "standalone.log"
 
     with running(data_dir, port, log) as first:
         wait_until(lambda: f"API at {first.base}, data in {data_dir}" in first.output(), timeout=10)
@@ -246,8 +262,8 @@ def test_survives_kill_9_and_restarts_on_the_same_data(tmp_path: Path, decoy: su
         assert alive(processes_of(second)) == {}
 
 
-def test_stops_everything_and_fails_when_a_child_dies(tmp_path: Path) -> None:
-    data_dir, log = tmp_path / "data", tmp_path / "standalone.log"
+def test_stops_everything_and_fails_when_a_child_dies(folder: Path) -> None:
+    data_dir, log = folder / "data", folder / "standalone.log"
     with running(data_dir, free_port(), log) as standalone:
         started = processes_of(standalone)
         children = [pid for pid, _ in started if _parent(pid) == standalone.process.pid]
@@ -257,3 +273,71 @@ def test_stops_everything_and_fails_when_a_child_dies(tmp_path: Path) -> None:
 
         assert standalone.process.wait(timeout=60) == 1, standalone.output()
         assert alive(started) == {}
+
+
+# Privacy
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _modes_up_to_the_root(path: Path) -> dict[Path, int]:
+    """The permission bits of ``path`` and of each folder above it."""
+    return {folder: _mode(folder) for folder in (path, *path.parents)}
+
+
+def _accounts() -> tuple[str, str]:
+    return Path("/etc/passwd").read_text(), Path("/etc/group").read_text()
+
+
+def _socket_folder(data_dir: Path) -> Path:
+    """Where the running PostgreSQL put its Unix socket (the fifth line of its ``postmaster.pid``)."""
+    return Path((data_dir / "postgres" / "postmaster.pid").read_text().splitlines()[4])
+
+
+def test_keeps_its_folder_private_and_changes_nothing_outside_it(folder: Path) -> None:
+    data_dir, log = folder / "data", folder / "standalone.log"
+    data_dir.mkdir()
+    data_dir.chmod(0o755)  # as the quickstart's ``mkdir -p`` leaves it
+    above, accounts = _modes_up_to_the_root(folder), _accounts()
+
+    with running(data_dir, free_port(), log) as standalone:
+        assert _mode(data_dir) == 0o700
+        logs = {path.name: _mode(path) for path in (data_dir / "logs").iterdir()}
+        names = ("standalone", "api", "worker", "postgres", "redis")
+        assert logs == {f"{name}.log": 0o600 for name in names}
+
+        socket_dir = _socket_folder(data_dir)
+        assert socket_dir.is_relative_to(data_dir), socket_dir
+        assert (socket_dir / ".s.PGSQL.5432").is_socket()
+        [host] = parse_qs(urlsplit(standalone.state()["database_url"]).query)["host"]
+        assert Path(host) == socket_dir
+        # The worker's beat keeps its schedule in the data folder too, not in /tmp.
+        wait_until(lambda: any((data_dir / "tmp").iterdir()), timeout=30)
+
+        os.kill(standalone.process.pid, signal.SIGTERM)
+        assert standalone.process.wait(timeout=60) == 0, standalone.output()
+
+    assert _modes_up_to_the_root(folder) == above
+    assert _accounts() == accounts, "no account may be created"
+    # The terminal got the banner alone: every process logs into the data folder.
+    [banner] = standalone.output().splitlines()
+    assert banner.startswith(f"hango standalone: API at {standalone.base}, data in {data_dir}"), banner
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's PostgreSQL must do without root's capabilities")
+def test_refuses_clearly_as_root_a_folder_postgres_could_not_reach(folder: Path) -> None:
+    # Root enters another account's private folder only by overriding its mode, which its PostgreSQL cannot.
+    nobody = pwd.getpwnam("nobody")
+    private = folder / "private"
+    private.mkdir(mode=0o700)
+    os.chown(private, nobody.pw_uid, nobody.pw_gid)
+    command = [*HANGO, "standalone", "--data-dir", str(private / "data"), "--port", str(free_port())]
+
+    done = subprocess.run(command, env=_environment(), capture_output=True, text=True, timeout=60, check=False)
+
+    assert done.returncode == 1, done.stderr
+    assert f"root may enter {private} only by overriding its mode" in done.stderr, done.stderr
+    assert "run hango standalone as a normal user, or point HANGO_DATABASE_URL" in done.stderr, done.stderr
+    assert _mode(private) == 0o700

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -95,7 +96,11 @@ def worker_process(settings: Settings) -> Any:
     """A real ``hango worker --beat`` on this session's queue, for every test that runs agents."""
     from tests.support.processes import worker
 
-    with worker(settings, concurrency=2, beat=True, name="session") as process:
+    # Tests with a worker of their own share this database: with the short requeue delay, this worker's reconciler
+    # would re-enqueue their runs onto its own queue while their worker is still booting, and run them with the
+    # wrong settings. Lost leases are still reclaimed at once; only runs left queued wait longer here.
+    patient = settings.replace(requeue_after=timedelta(seconds=120))
+    with worker(patient, concurrency=2, beat=True, name="session") as process:
         yield process
 
 

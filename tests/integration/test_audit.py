@@ -64,18 +64,23 @@ def test_bad_input_and_conflicts_are_audited_as_errors(tenant: TenantFixture, cl
     assert outcomes == [("error", 409), ("success", None), ("error", 400)]
 
 
-def test_an_unauthenticated_mutation_is_audited_without_a_tenant(client: FlaskClient, db: Database) -> None:
-    trace = uuid.uuid4().hex
-    response = client.post(
-        "/v1/users",
-        json={"email": "x@y.io", "role": "member"},
+def test_an_unauthenticated_mutation_is_audited_without_a_tenant_or_the_callers_trace(
+    client: FlaskClient, db: Database
+) -> None:
+    trace, token_id = uuid.uuid4().hex, str(uuid.uuid4())
+    response = client.delete(
+        f"/v1/tokens/{token_id}",
         headers={"Authorization": "Bearer hango_forged", "traceparent": f"00-{trace}-{'2' * 16}-01"},
     )
     assert response.status_code == 401
     with db.transaction() as session:
-        row = session.scalar(select(AuditEvent).where(AuditEvent.trace_id == trace))
+        row = session.scalar(select(AuditEvent).where(AuditEvent.target_id == token_id))
     assert row is not None
-    assert (row.tenant_id, row.actor_id, row.outcome, row.action) == (None, None, "denied", "user.create")
+    assert (row.tenant_id, row.actor_id, row.outcome, row.action) == (None, None, "denied", "token.revoke")
+    # A caller without a valid token cannot attach its refusal to a trace of its choosing: the row gets a fresh id.
+    assert row.trace_id is not None
+    assert len(row.trace_id) == 32
+    assert row.trace_id != trace
 
 
 def test_targets_come_from_the_url_when_the_request_fails(make_tenant, client: FlaskClient) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from hango.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
-from tests.integration.hitl_helpers import audit_rows, pending, suspended_run
+from tests.integration.hitl_helpers import audit_rows, decide, finished, pending, suspended_run, tool_results
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 
@@ -108,3 +108,16 @@ def test_the_files_api_serves_no_file_at_a_storage_root(client: FlaskClient, ten
     agent_id = create_agent(client, tenant.owner, [])
     response = client.put(f"/v1/agents/{agent_id}/files/{raw}", json={"content": "x"}, headers=tenant.owner.headers)
     assert response.status_code == 404, response.json
+
+
+@pytest.mark.parametrize("path", ["/memories/x/..", "/skills/."])
+def test_an_approved_write_to_a_storage_root_stores_no_file(
+    client: FlaskClient, tenant: TenantFixture, db: Database, path: str
+) -> None:
+    script = [{"tool_calls": [{"id": "w", "name": "write_file", "args": {"file_path": path, "content": "x"}}]}]
+    run_id = suspended_run(client, tenant, script)
+    assert decide(client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    assert finished(client, tenant.owner, run_id)["state"] == "succeeded"
+    result = tool_results(client, tenant.owner, run_id)["w"]
+    assert result["is_error"], result
+    assert "names a directory" in result["content"]

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -38,8 +39,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 
 def log_path(log_name: str) -> Path:
-    """Where a test process writes its output."""
-    return Path(os.environ.get("TMPDIR", "/tmp")) / f"{log_name}.log"
+    """Where a test process writes its output: the session's log folder (tests/conftest.py), else TMPDIR."""
+    return Path(os.environ.get("HANGO_TEST_LOG_DIR") or tempfile.gettempdir()) / f"{log_name}.log"
 
 
 def start(args: list[str], settings: Settings, log_name: str) -> subprocess.Popen[bytes]:

@@ -1,11 +1,15 @@
 """Tools for tests, loaded by workers through ``HANGO_TOOL_MODULES=tests.support.tools``.
 
 ``count`` records every execution in Redis so a test can prove a call ran exactly once (or never); ``sleep``
-holds a batch open long enough to kill or cancel a worker in the middle of it; ``explode`` is a buggy tool.
+holds a batch open long enough to kill or cancel a worker in the middle of it; ``explode`` is a buggy tool;
+``nul_result`` answers what the database refuses to store; ``spin`` burns CPU in pure Python and swallows every
+``Exception``, and ``scribble`` writes a file and then sleeps, so that a test can see the per-call timeout stop them
+and undo what they did.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any
@@ -56,6 +60,28 @@ def _explode(context: ToolContext, args: dict[str, Any]) -> str:
     raise RuntimeError("the tool has a bug")
 
 
+def _spin(context: ToolContext, args: dict[str, Any]) -> str:
+    # A careless tool: CPU-bound pure Python that swallows every Exception, so only the deadline can stop it.
+    end = time.monotonic() + float(args["seconds"])
+    turns = 0
+    while time.monotonic() < end:
+        with contextlib.suppress(Exception):
+            turns += 1
+    return f"spun {turns} times"
+
+
+def _scribble(context: ToolContext, args: dict[str, Any]) -> str:
+    # Half a change: the file is written, then the call runs past its deadline, which must undo the write.
+    context.files.write(args["file_path"], "half-done\n")
+    time.sleep(float(args["seconds"]))
+    return f"wrote {args['file_path']}"
+
+
+def _nul_result(context: ToolContext, args: dict[str, Any]) -> str:
+    # PostgreSQL's jsonb refuses \u0000, so storing this result fails in SQL, outside the tool's own savepoint.
+    return f"secret-{args.get('marker', '')}\x00"
+
+
 TOOLS = [
     Tool(
         "count",
@@ -91,4 +117,35 @@ TOOLS = [
         _slow_count,
     ),
     Tool("explode", "Always fails.", {"type": "object", "additionalProperties": False}, _explode),
+    Tool(
+        "nul_result",
+        "Answers with a NUL character, which the database cannot store.",
+        {"type": "object", "properties": {"marker": {"type": "string"}}, "additionalProperties": False},
+        _nul_result,
+    ),
+    Tool(
+        "spin",
+        "Burn CPU for a number of seconds.",
+        {
+            "type": "object",
+            "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 600}},
+            "required": ["seconds"],
+            "additionalProperties": False,
+        },
+        _spin,
+    ),
+    Tool(
+        "scribble",
+        "Write a file, then sleep for a number of seconds.",
+        {
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string"},
+                "seconds": {"type": "number", "minimum": 0, "maximum": 600},
+            },
+            "required": ["file_path", "seconds"],
+            "additionalProperties": False,
+        },
+        _scribble,
+    ),
 ]

@@ -13,8 +13,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from sqlalchemy.exc import SQLAlchemyError
 
+from hango.agent import deadline
 from hango.agent.messages import ToolCall, ToolResult
 from hango.agent.models.base import ToolSpec
+from hango.config import Settings
 from hango.errors import HangoError
 from hango.store.files import FileSystem
 
@@ -30,9 +32,37 @@ class ToolSignal(HangoError):
     """Raised by a tool to steer the loop (a child waiting for a human); never turned into a result."""
 
 
+class ToolTimeout(HangoError):
+    """A call ran past its deadline; the loop undoes its changes (its savepoint) and answers with this message."""
+
+
+@dataclass(frozen=True)
+class ToolLimits:
+    """The budgets every tool call meets (api.md "Tool budgets"); each one is a setting."""
+
+    max_file_bytes: int
+    max_run_storage_bytes: int
+    max_agent_storage_bytes: int
+    timeout: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> ToolLimits:
+        """The limits these settings set."""
+        return cls(
+            max_file_bytes=settings.max_file_bytes,
+            max_run_storage_bytes=settings.max_run_storage_bytes,
+            max_agent_storage_bytes=settings.max_agent_storage_bytes,
+            timeout=settings.tool_timeout.total_seconds(),
+        )
+
+
+# The limits of a context built without settings: the settings' own defaults.
+DEFAULT_LIMITS = ToolLimits.of(Settings())
+
+
 @dataclass(frozen=True)
 class ToolContext:
-    """What a handler may use: the ids of the run it serves and the run's filesystem view."""
+    """What a handler may use: the ids of the run it serves, the run's filesystem view and the call's limits."""
 
     tenant_id: uuid.UUID
     agent_id: uuid.UUID
@@ -41,6 +71,7 @@ class ToolContext:
     files: FileSystem
     subagent_call_id: uuid.UUID | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
+    limits: ToolLimits = DEFAULT_LIMITS
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], str]
@@ -79,22 +110,45 @@ def _field(path: Iterable[Any]) -> str:
 
 
 def execute(tool: Tool, context: ToolContext, call: ToolCall) -> ToolResult:
-    """Validate the arguments, run the handler, and turn any failure into an error result the model can read."""
+    """Validate the arguments, run the handler, and turn any failure into an error result the model can read.
+
+    Raises:
+        ToolTimeout: when the handler ran past ``context.limits.timeout``; the caller must undo the call's changes.
+    """
     errors = tool.argument_errors(call.input)
     if errors:
         detail = "; ".join(f"{field or 'arguments'}: {message}" for field, message in errors)
         return ToolResult(call.id, f"invalid arguments for {tool.name}: {detail}", is_error=True)
     try:
-        return ToolResult(call.id, tool.handler(context, call.input))
+        return ToolResult(call.id, _run_handler(tool, context, call))
     except ToolError as exc:
         return ToolResult(call.id, str(exc), is_error=True)
-    except (ToolSignal, SQLAlchemyError):
-        # A signal is for the loop; a storage error leaves the batch's transaction unusable, so the loop must
-        # roll back this call's savepoint.
+    except (ToolSignal, ToolTimeout, SQLAlchemyError):
+        # A signal is for the loop; a timeout may have left half a change, and a storage error leaves the batch's
+        # transaction unusable: in both cases the loop must roll back this call's savepoint.
         raise
     except Exception as exc:  # a tool is a boundary: its bug must not kill the run
         log.exception("tool %s failed", tool.name, extra={"tool": tool.name, "tool_call_id": call.id})
         return ToolResult(call.id, f"{tool.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+def _run_handler(tool: Tool, context: ToolContext, call: ToolCall) -> str:
+    """The handler's result, under the per-call deadline unless the tool delegates.
+
+    A delegating tool runs a whole child loop, whose own tool calls each get their deadline.
+    """
+    if tool.delegates:
+        return tool.handler(context, call.input)
+    limit = context.limits.timeout
+    try:
+        with deadline.within(limit):
+            return tool.handler(context, call.input)
+    except deadline.DeadlineExceeded:
+        raise ToolTimeout(
+            f"{tool.name} did not finish within {limit:g}s, the limit per tool call (HANGO_TOOL_TIMEOUT), and "
+            "was stopped; its changes were undone. Narrow the call (a smaller path, a simpler pattern) or split "
+            "the work."
+        ) from None
 
 
 class ToolRegistry:

@@ -3,23 +3,33 @@
 Each tool works on :attr:`ToolContext.files`, the run's view of the virtual filesystem, in which ``/memories/``
 and ``/skills/`` belong to the agent and every other path to the run. The argument names are part of the public
 contract (the "Built-in tools" table of the API specification).
+
+Every tool stays within its budgets (api.md "Tool budgets"): ``grep`` patterns and globs run on RE2, in time linear
+in the text and without holding the interpreter lock while matching; files and the storage of their owner are
+checked against their size limits before anything is built; and the loops over files and lines check the call's
+deadline, so that no call can hold a worker, or its lease heartbeat, for long.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from fnmatch import fnmatchcase
-from functools import cache
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from hango.agent.paths import PathError, normalize_path
+import re2
+
+from hango.agent import deadline
+from hango.agent.paths import PathError, is_agent_path, is_storage_root, normalize_path
 from hango.agent.tools.base import Tool, ToolContext, ToolError, ToolRegistry
 
 DEFAULT_READ_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_GLOB_RESULTS = 1000
 MAX_GREP_MATCHES = 500
+MAX_PATH_CHARS = 4096
+# RE2 matches in time linear in the text, times the size of the compiled program when its DFA cache overflows;
+# 500 instructions keep a search of a whole 1 MiB line within seconds. Ordinary patterns compile to a few dozen.
+MAX_REGEX_PROGRAM = 500
 GLOB_MAGIC = re.compile(r"[*?\[]")
 
 
@@ -37,8 +47,10 @@ def _normalized(raw: str) -> str:
 def _file_path(raw: str) -> str:
     """A normalised path that can name a file: not ``/`` and without a trailing ``/``."""
     path = _normalized(raw)
-    if path.endswith("/"):
+    if path.endswith("/") or is_storage_root(path):
         raise ToolError(f"{raw!r} names a directory; give a file path such as /notes.md")
+    if len(path) > MAX_PATH_CHARS:
+        raise ToolError(f"the path is {len(path):,} characters long; paths may have at most {MAX_PATH_CHARS:,}")
     return path
 
 
@@ -65,8 +77,107 @@ def _shown(line: str) -> str:
 # Glob matching
 
 
-def _glob_matcher(pattern: str, base: str) -> tuple[str, list[str]]:
-    """The literal directory prefix to list and the pattern's segments, for a pattern relative to ``base``.
+def _re2(pattern: str, refusal: str, hint: str) -> re2._Regexp:
+    """``pattern`` compiled by RE2, or a :class:`ToolError` (``refusal``: why; ``hint``) the model can act on."""
+    options = re2.Options()
+    options.log_errors = False  # a refused pattern is an error for the model, not a line in the worker's log
+    try:
+        regex = re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else ""
+        text = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+        raise ToolError(f"{refusal}: {text} ({hint})") from exc
+    if regex.programsize > MAX_REGEX_PROGRAM:
+        raise ToolError(
+            f"{refusal}: it compiles to {regex.programsize} RE2 instructions, more than the {MAX_REGEX_PROGRAM} "
+            f"allowed ({hint}; use fewer or smaller counted repetitions such as {{1,1000}})"
+        )
+    return regex
+
+
+def _codepoint(char: str) -> str:
+    # Every character of a class is spelled by its code point, so that none has a meaning of its own in RE2.
+    return f"\\x{{{ord(char):x}}}"
+
+
+def _character_class(segment: str, start: int) -> tuple[str, int]:
+    """The RE2 class for the ``[...]`` opening at ``start - 1`` and the index after it, as :mod:`fnmatch` reads it.
+
+    ``[!...]`` negates, a ``]`` first in the class is literal, ``a-z`` is a range (an empty one such as ``z-a``
+    matches nothing) and a ``[`` that is never closed is a literal ``[``.
+    """
+    end = start + 1 if segment[start : start + 1] == "!" else start
+    end = end + 1 if segment[end : end + 1] == "]" else end
+    end = segment.find("]", end)
+    if end == -1:
+        return re2.escape("["), start
+    body = segment[start:end]
+    negated = body.startswith("!")
+    body = body[1:] if negated else body
+    items: list[str] = []
+    index = 0
+    while index < len(body):
+        if index + 2 < len(body) and body[index + 1] == "-":
+            low, high = body[index], body[index + 2]
+            if low <= high:
+                items.append(f"{_codepoint(low)}-{_codepoint(high)}")
+            index += 3
+        else:
+            items.append(_codepoint(body[index]))
+            index += 1
+    if negated:
+        # A negated class must still stay within one path segment.
+        return f"[^/{''.join(items)}]", end + 1
+    return (f"[{''.join(items)}]" if items else "[^\\x{0}-\\x{10ffff}]"), end + 1
+
+
+def _segment_regex(segment: str) -> str:
+    """RE2 syntax for one glob segment: ``*`` and ``?`` match within the segment, ``[...]`` is a class."""
+    pieces: list[str] = []
+    index = 0
+    while index < len(segment):
+        char = segment[index]
+        index += 1
+        if char == "*":
+            if not pieces or pieces[-1] != "[^/]*":
+                pieces.append("[^/]*")
+        elif char == "?":
+            pieces.append("[^/]")
+        elif char == "[":
+            piece, index = _character_class(segment, index)
+            pieces.append(piece)
+        else:
+            pieces.append(re2.escape(char))
+    return "".join(pieces)
+
+
+def _compiled_glob(regex: str, pattern: str) -> re2._Regexp:
+    return _re2(regex, f"glob pattern {pattern!r} is refused", "simplify it")
+
+
+def _path_regex(segments: list[str], pattern: str) -> re2._Regexp:
+    """One RE2 regex matching whole file paths: ``**`` spans any number of directories, ``*`` and ``?`` one.
+
+    RE2 matches in time linear in the path whatever the pattern (many ``**`` or ``*`` included), where a
+    backtracking matcher, or a walk over segment positions, can take exponential or quadratic time.
+    """
+    pieces: list[str] = []
+    for segment in segments:
+        if segment == "**":
+            if not pieces or pieces[-1] != "(?:/[^/]*)*":
+                pieces.append("(?:/[^/]*)*")
+        else:
+            pieces.append("/" + _segment_regex(segment))
+    return _compiled_glob("".join(pieces), pattern)
+
+
+def _name_regex(pattern: str) -> re2._Regexp:
+    """An RE2 regex matching file names (the last path segment) against a glob without ``/``."""
+    return _compiled_glob(_segment_regex(pattern), pattern)
+
+
+def _glob_matcher(pattern: str, base: str) -> tuple[str, re2._Regexp]:
+    """The literal directory prefix to list and the regex full paths must match, for a pattern relative to ``base``.
 
     An absolute pattern ignores ``base``. The prefix is the part before the first segment holding a wildcard, so
     that only the files that could match are read from the database.
@@ -84,32 +195,21 @@ def _glob_matcher(pattern: str, base: str) -> tuple[str, list[str]]:
             break
         literal.append(segment)
     prefix = "/" + "".join(f"{segment}/" for segment in literal)
-    return prefix, segments
+    return prefix, _path_regex(segments, pattern)
 
 
-def _glob_match(segments: list[str], path: str) -> bool:
-    """Whether a file path matches glob segments: ``**`` spans any number of directories, ``*`` and ``?`` one.
-
-    Matching is a memoised walk over (segment, path part) positions, so that patterns with many ``**`` stay
-    linear in practice instead of backtracking exponentially.
-    """
-    parts = path[1:].split("/")
-
-    @cache
-    def match(i: int, j: int) -> bool:
-        if i == len(segments):
-            return j == len(parts)
-        if segments[i] == "**":
-            return match(i + 1, j) or (j < len(parts) and match(i, j + 1))
-        return j < len(parts) and fnmatchcase(parts[j], segments[i]) and match(i + 1, j + 1)
-
-    return match(0, 0)
+def _matching(paths: Iterable[str], regex: re2._Regexp) -> Iterator[str]:
+    """The paths ``regex`` matches whole, checking the call's deadline at each."""
+    for path in paths:
+        deadline.check()
+        if regex.fullmatch(path) is not None:
+            yield path
 
 
 def _glob_paths(context: ToolContext, pattern: str, base: str) -> list[str]:
     """Every visible file path matching ``pattern`` (relative to ``base`` unless absolute), sorted."""
-    prefix, segments = _glob_matcher(pattern, base)
-    return [info.path for info in context.files.list_files(prefix) if _glob_match(segments, info.path)]
+    prefix, regex = _glob_matcher(pattern, base)
+    return list(_matching((info.path for info in context.files.list_files(prefix)), regex))
 
 
 def _storable(text: str, argument: str) -> str:
@@ -121,6 +221,47 @@ def _storable(text: str, argument: str) -> str:
     if "\x00" in text:
         raise ToolError(f"{argument} contains a NUL character, which files cannot hold")
     return text
+
+
+# Size budgets
+
+
+def _utf8_size(text: str, limit: int | None = None) -> int:
+    """The UTF-8 size of ``text``, or a lower bound above ``limit`` found without encoding a huge string."""
+    # A character takes at least one byte: more characters than the limit is over it, whatever they are.
+    if limit is not None and len(text) > limit:
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _check_size(context: ToolContext, path: str, size: int) -> None:
+    """A :class:`ToolError` naming the limit when ``path`` holding ``size`` bytes would exceed a storage budget.
+
+    A file counts its path and its content towards its owner's storage, so that many empty files with long paths
+    cannot fill the database either. Shrinking a file is always allowed, so a model over a budget can make room.
+    """
+    limits = context.limits
+    if size > limits.max_file_bytes:
+        raise ToolError(
+            f"{path} would be {size:,} bytes, over the limit of {limits.max_file_bytes:,} bytes per file "
+            "(HANGO_MAX_FILE_BYTES); write less, or split the content into several files"
+        )
+    use = context.files.storage(path)
+    stored = _utf8_size(path) + size
+    total = use.owner_bytes - use.file_bytes + stored
+    if is_agent_path(path):
+        limit, setting, owner = (
+            limits.max_agent_storage_bytes,
+            "HANGO_MAX_AGENT_STORAGE_BYTES",
+            "/memories/ and /skills/",
+        )
+    else:
+        limit, setting, owner = limits.max_run_storage_bytes, "HANGO_MAX_RUN_STORAGE_BYTES", "this run's scratch files"
+    if total > limit and stored > use.file_bytes:
+        raise ToolError(
+            f"writing {path} would bring {owner} to {total:,} bytes (paths and contents), over their limit of "
+            f"{limit:,} bytes ({setting}); make room by overwriting files you no longer need with less content"
+        )
 
 
 # ls
@@ -181,6 +322,7 @@ def _write_file(context: ToolContext, args: dict[str, Any]) -> str:
     """Create or overwrite a file."""
     path = _file_path(args["file_path"])
     content = _storable(args["content"], "content")
+    _check_size(context, path, _utf8_size(content, context.limits.max_file_bytes))
     context.files.write(path, content)
     return f"wrote {len(_lines(content))} lines to {path}"
 
@@ -205,8 +347,12 @@ def _edit_file(context: ToolContext, args: dict[str, Any]) -> str:
             f"old_string occurs {count} times in {path}; include more surrounding text to make it unique, "
             "or set replace_all to true"
         )
-    context.files.write(path, content.replace(old, new) if replace_all else content.replace(old, new, 1))
     replaced = count if replace_all else 1
+    # The new size is known before the new content is built: an edit that would blow a budget builds nothing.
+    limit = context.limits.max_file_bytes
+    growth = _utf8_size(new, limit) - _utf8_size(old, limit)
+    _check_size(context, path, _utf8_size(content, limit) + replaced * growth)
+    context.files.write(path, content.replace(old, new, replaced))
     return f"made {replaced} replacement{'s' if replaced != 1 else ''} in {path}"
 
 
@@ -226,39 +372,57 @@ def _glob(context: ToolContext, args: dict[str, Any]) -> str:
     return shown
 
 
-def _grep_files(context: ToolContext, raw_path: str, file_glob: str | None) -> list[tuple[str, str]]:
+def _grep_paths(context: ToolContext, raw_path: str, file_glob: str | None) -> list[str]:
     """The files grep searches: the file at ``raw_path`` or those under it, filtered by ``file_glob``.
 
     A filter without ``/`` matches file names (``*.md``); one with ``/`` matches paths like the glob tool does.
+    Only paths are listed here; contents are read one file at a time.
     """
     path = _normalized(raw_path)
     directory = path if path.endswith("/") else path + "/"
-    files = [(name, text) for name, text in context.files.contents(path) if name == path or name.startswith(directory)]
+    paths = [
+        info.path for info in context.files.list_files(path) if info.path == path or info.path.startswith(directory)
+    ]
     if file_glob is None:
-        return files
+        return paths
     if "/" not in file_glob:
-        return [(name, text) for name, text in files if fnmatchcase(name.rsplit("/", 1)[-1], file_glob)]
-    _, segments = _glob_matcher(file_glob, directory)
-    return [(name, text) for name, text in files if _glob_match(segments, name)]
+        regex = _name_regex(file_glob)
+        return [name for name in paths if regex.fullmatch(name.rsplit("/", 1)[-1]) is not None]
+    _, regex = _glob_matcher(file_glob, directory)
+    return list(_matching(paths, regex))
+
+
+def _grep_regex(pattern: str) -> re2._Regexp:
+    return _re2(
+        pattern,
+        f"invalid regular expression {pattern!r}",
+        "grep takes RE2 syntax, which has no backreferences and no lookaround",
+    )
+
+
+def _grep_lines(context: ToolContext, paths: Iterable[str], regex: re2._Regexp) -> Iterator[str]:
+    """``path:lineno:line`` for every matching line, reading one file at a time and checking the deadline."""
+    for name in paths:
+        content = context.files.read(name)
+        if content is None:  # deleted since it was listed
+            continue
+        for number, line in enumerate(_lines(content), start=1):
+            deadline.check()
+            if regex.search(line) is not None:
+                yield f"{name}:{number}:{_shown(line)}"
 
 
 def _grep(context: ToolContext, args: dict[str, Any]) -> str:
-    """Lines matching a regular expression, as ``path:lineno:line``."""
-    try:
-        regex = re.compile(args["pattern"])
-    except re.error as exc:
-        raise ToolError(f"invalid regular expression {args['pattern']!r}: {exc}") from exc
+    """Lines matching an RE2 regular expression, as ``path:lineno:line``."""
+    regex = _grep_regex(args["pattern"])
     path: str = args.get("path", "/")
     matches: list[str] = []
-    for name, content in _grep_files(context, path, args.get("glob")):
-        for number, line in enumerate(_lines(content), start=1):
-            if regex.search(line) is None:
-                continue
-            if len(matches) == MAX_GREP_MATCHES:
-                return "\n".join(matches) + (
-                    f"\n(truncated after {MAX_GREP_MATCHES} matches; narrow the pattern, path or glob)"
-                )
-            matches.append(f"{name}:{number}:{_shown(line)}")
+    for match in _grep_lines(context, _grep_paths(context, path, args.get("glob")), regex):
+        if len(matches) == MAX_GREP_MATCHES:
+            return "\n".join(matches) + (
+                f"\n(truncated after {MAX_GREP_MATCHES} matches; narrow the pattern, path or glob)"
+            )
+        matches.append(match)
     return "\n".join(matches) if matches else f"no matches for {args['pattern']!r} under {_normalized(path)}"
 
 
@@ -377,7 +541,8 @@ GLOB = Tool(
 GREP = Tool(
     name="grep",
     description=(
-        "Search file contents with a Python regular expression, line by line. Each match is printed as "
+        "Search file contents with a regular expression in RE2 syntax (no backreferences, no lookaround), line "
+        "by line. Each match is printed as "
         f"path:line_number:line. At most {MAX_GREP_MATCHES} matches are shown; narrow the search with path "
         "(a directory or one file) and glob (a file filter: '*.md' matches file names, a pattern with / matches "
         "paths like the glob tool)."
@@ -387,7 +552,7 @@ GREP = Tool(
             "pattern": {
                 "type": "string",
                 "minLength": 1,
-                "description": "Python regular expression, e.g. 'TODO|FIXME'.",
+                "description": "Regular expression in RE2 syntax, e.g. 'TODO|FIXME'.",
             },
             "path": {
                 "type": "string",

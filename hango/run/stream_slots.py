@@ -1,0 +1,149 @@
+"""Admission of live event streams: a slot per stream under two limits, each slot held by a renewable lease.
+
+An open stream holds a server thread for as long as it lasts, so streams are counted twice:
+
+- per user, at most ``max_streams_per_user`` across every API process: a Redis sorted set per user whose members
+  are stream ids scored by the end of their lease (Redis time, so the processes' clocks do not matter);
+- per process, at most ``Settings.stream_capacity()``, below the thread count, so that ordinary requests always
+  find a free thread however many streams are asked for.
+
+A stream renews both leases at every keep-alive. A process that dies, or a response that is never closed, stops
+renewing, and its slots lapse after one lease without anyone having to clean up.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import redis
+from redis.exceptions import RedisError
+
+from hango.config import Settings
+from hango.errors import StreamCapacityFull, TooManyStreams
+
+log = logging.getLogger(__name__)
+
+# Prune lapsed leases, then take or renew the stream's slot unless the user is at the limit. One script, so two
+# processes admitting the same user's streams at once cannot both take the last slot.
+_CLAIM = """
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+
+def lease_seconds(settings: Settings) -> float:
+    """How long a slot outlives its last renewal: three keep-alives, so one late tick never loses it."""
+    return 3 * settings.sse_keepalive.total_seconds()
+
+
+def retry_after(settings: Settings) -> int:
+    """The ``Retry-After`` hint of a refused stream: a slot can free up at the next keep-alive."""
+    return max(1, math.ceil(settings.sse_keepalive.total_seconds()))
+
+
+def user_key(user_id: uuid.UUID) -> str:
+    """The Redis sorted set of a user's open streams."""
+    return f"hango:streams:user:{user_id}"
+
+
+class ProcessStreams:
+    """The streams this process serves, by id, with the monotonic time their lease ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._leases: dict[str, float] = {}
+
+    def claim(self, stream_id: str, limit: int, lease: float) -> bool:
+        """Take or renew a slot; ``False`` when ``limit`` other streams hold one."""
+        now = time.monotonic()
+        with self._lock:
+            for lapsed in [key for key, end in self._leases.items() if end <= now]:
+                del self._leases[lapsed]
+            if stream_id not in self._leases and len(self._leases) >= limit:
+                return False
+            self._leases[stream_id] = now + lease
+            return True
+
+    def release(self, stream_id: str) -> None:
+        """Give a slot back; releasing twice is harmless."""
+        with self._lock:
+            self._leases.pop(stream_id, None)
+
+
+# The threads a stream holds are this process's own, so the count of them is too (gunicorn forks its workers
+# before any request, each starting from an empty count).
+PROCESS_STREAMS = ProcessStreams()
+
+
+@dataclass
+class StreamSlot:
+    """One admitted stream's place under both limits. Renew it at every keep-alive; release it when it ends."""
+
+    client: redis.Redis
+    settings: Settings
+    user_id: uuid.UUID
+    stream_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @classmethod
+    def admit(cls, client: redis.Redis, settings: Settings, user_id: uuid.UUID) -> StreamSlot:
+        """Take a new slot under both limits, or raise the error of the first one that is full."""
+        slot = cls(client, settings, user_id)
+        if not slot._claim_process():
+            raise StreamCapacityFull(
+                f"this server streams to as many clients as it can ({settings.stream_capacity()}); retry later",
+                retry_after(settings),
+            )
+        try:
+            if not slot._claim_user():
+                raise TooManyStreams(
+                    f"you already have {settings.max_streams_per_user} open event streams; close one first",
+                    retry_after(settings),
+                )
+        except BaseException:  # refused or Redis failed: the process slot must not wait for its lease to lapse
+            PROCESS_STREAMS.release(slot.stream_id)
+            raise
+        return slot
+
+    def renew(self) -> bool:
+        """Extend both leases; ``False`` if a lapsed one could not be taken again (the stream should end)."""
+        if not self._claim_process():
+            return False
+        return self._claim_user()
+
+    def release(self) -> None:
+        """Free both places at once, rather than when the leases lapse."""
+        PROCESS_STREAMS.release(self.stream_id)
+        try:
+            self.client.zrem(user_key(self.user_id), self.stream_id)
+        except RedisError:
+            log.warning("could not release stream slot %s; its lease will lapse", self.stream_id, exc_info=True)
+
+    def _claim_process(self) -> bool:
+        return PROCESS_STREAMS.claim(self.stream_id, self.settings.stream_capacity(), lease_seconds(self.settings))
+
+    def _claim_user(self) -> bool:
+        lease_ms = math.ceil(lease_seconds(self.settings) * 1000)
+        limit = self.settings.max_streams_per_user
+        return bool(self.client.eval(_CLAIM, 1, user_key(self.user_id), self.stream_id, limit, lease_ms))
+
+
+def admit_stream(client: redis.Redis, settings: Settings, user_id: uuid.UUID) -> StreamSlot:
+    """A slot for one more stream of the user in this process.
+
+    Raises:
+        StreamCapacityFull: this process already serves as many streams as it keeps threads for.
+        TooManyStreams: the user already holds ``max_streams_per_user`` open streams.
+    """
+    return StreamSlot.admit(client, settings, user_id)
