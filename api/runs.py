@@ -123,7 +123,7 @@ def get_run(run_id: uuid.UUID) -> RunRow:
 @blp.response(200, Run)
 @audited("run.cancel", "run", target_arg="run_id")
 def cancel_run(run_id: uuid.UUID) -> RunRow:
-    """Cancel a queued or running run (its creator, owner, admin); 409 once it has finished."""
+    """Cancel a queued, running or awaiting_approval run (its creator, owner, admin); 409 once it has finished."""
     return service.cancel_run(services().runtime, principal(), run_id)
 
 
@@ -163,7 +163,9 @@ def _refusal(description: str) -> dict[str, Any]:
 def stream_events(args: dict[str, Any], run_id: uuid.UUID) -> Response:
     """Server-Sent Events: the stored log from the start (or after ``Last-Event-ID`` / ``?after=``), then live.
 
-    The stream is re-authorised at every keep-alive: a revoked token or a removed membership closes it.
+    The stream stays open while the run is queued, running or awaiting_approval (a suspension is not an end: the
+    client sees ``approval.requested``, ``approval.decided`` and the resumed run on one connection), and ends after
+    ``run.finished``. It is re-authorised at every keep-alive: a revoked token or a removed membership closes it.
     """
     after = _resume_point(args.get("after"))
     # Refusals (404, 429, 503) are raised here, so they are responses and not broken streams.

@@ -167,7 +167,7 @@ def worker_command(ctx: click.Context, concurrency: int, with_beat: bool) -> Non
 @main.command("beat")
 @click.pass_context
 def beat_command(ctx: click.Context) -> None:
-    """Schedule the periodic jobs (reconciler)."""
+    """Schedule the periodic jobs: the reconciler and the approval sweeper."""
     settings = _settings(ctx)
     _require_services(settings)
     _edge("tasks.worker").run_beat(settings)

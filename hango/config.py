@@ -63,6 +63,16 @@ def parse_redis_url(text: str) -> str:
     return text
 
 
+def parse_bool(text: str) -> bool:
+    """``true``/``false`` (also ``1``/``0``, ``yes``/``no``, ``on``/``off``), in any case."""
+    word = text.strip().lower()
+    if word in {"true", "1", "yes", "on"}:
+        return True
+    if word in {"false", "0", "no", "off"}:
+        return False
+    raise ValueError(f"{text!r} is not a boolean (use true or false)")
+
+
 def parse_log_level(text: str) -> str:
     """Accept a standard logging level name."""
     level = text.strip().upper()
@@ -112,6 +122,8 @@ class Settings:
     redis_url: str | None = None
     approval_ttl: timedelta = timedelta(hours=24)
     approval_sweep_interval: timedelta = timedelta(minutes=1)
+    # Off: no tool call waits for a human any more, but decisions already stored are still applied on resume.
+    interrupts_enabled: bool = True
     max_body_bytes: int = 1_048_576
     max_json_depth: int = 64
     db_pool_size: int = 5
@@ -204,6 +216,7 @@ _PARSERS: dict[str, Callable[[str], object]] = {
     "redis_url": parse_redis_url,
     "approval_ttl": parse_duration,
     "approval_sweep_interval": parse_duration,
+    "interrupts_enabled": parse_bool,
     "max_body_bytes": parse_positive_int,
     "max_json_depth": parse_positive_int,
     "db_pool_size": parse_positive_int,

@@ -89,5 +89,5 @@ def reenqueue_waiting_runs(runtime: Runtime) -> int:
         try:
             sent += runtime.queue.enqueue(run_id, generation)
         except Exception:  # the broker may be down; the next pass tries again
-            log.warning("could not re-enqueue run %s", run_id, exc_info=True)
+            log.warning("could not re-enqueue run %s", run_id, extra={"run_id": str(run_id)}, exc_info=True)
     return sent

@@ -83,4 +83,6 @@ def unit_of_work(runtime: Runtime) -> Iterator[Work]:
         try:
             runtime.queue.enqueue(run_id, generation)
         except Exception:  # the broker is disposable: the reconciler re-enqueues runs left queued
-            log.warning("could not enqueue run %s; the reconciler will", run_id, exc_info=True)
+            log.warning(
+                "could not enqueue run %s; the reconciler will", run_id, extra={"run_id": str(run_id)}, exc_info=True
+            )

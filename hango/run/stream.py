@@ -98,7 +98,11 @@ class EventStream:
         try:
             return events_after(self.runtime, self.principal, self.run_id, last)
         except NotFound:
-            log.info("closing the event stream of run %s: the run is no longer visible", self.run_id)
+            log.info(
+                "closing the event stream of run %s: the run is no longer visible",
+                self.run_id,
+                extra={"run_id": str(self.run_id)},
+            )
             return None
 
     def _authorised(self, *, idle: bool) -> bool:
@@ -110,11 +114,15 @@ class EventStream:
             self.principal = reauthenticate(self.runtime.db, self.principal)
             get_run(self.runtime, self.principal, self.run_id)
         except (Unauthorized, NotFound) as exc:
-            log.info("closing the event stream of run %s: %s", self.run_id, exc)
+            log.info("closing the event stream of run %s: %s", self.run_id, exc, extra={"run_id": str(self.run_id)})
             return False
         self._checked_at = time.monotonic()
         if not self.slot.renew():
-            log.warning("closing the event stream of run %s: its lapsed stream slot is taken", self.run_id)
+            log.warning(
+                "closing the event stream of run %s: its lapsed stream slot is taken",
+                self.run_id,
+                extra={"run_id": str(self.run_id)},
+            )
             return False
         return True
 

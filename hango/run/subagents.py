@@ -28,7 +28,7 @@ from sqlalchemy import select
 from hango.agent.loop import AgentLoop, LoopConfig, SuspendBatch
 from hango.agent.messages import Message, text_block
 from hango.agent.middleware.base import PendingCall
-from hango.agent.middleware.hitl import load_decisions
+from hango.agent.middleware.hitl import load_decisions, require_decisions_applied
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.factory import build_model
 from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome, load_private
@@ -115,12 +115,17 @@ class Loops:
             extras={RUNNER_KEY: runner},
         )
         scope = str(subagent_call_id or self.run.id)
+        # With interrupts switched off the slot stays: it still applies the decisions loaded above.
+        chain = default_chain(
+            spec.tools, spec.interrupt_on, model=spec.model, interrupts=self.runtime.settings.interrupts_enabled
+        )
+        require_decisions_applied(chain, state)
         loop = AgentLoop(
             LoopConfig(spec.system_prompt, spec.tools, spec.max_turns, spec.max_tokens),
             build_model(
                 spec.model, self.runtime.settings, scope=scope, id_prefix=f"{scope[:8]}-" if spec.replays_parent else ""
             ),
-            default_chain(spec.tools, spec.interrupt_on, model=spec.model),
+            chain,
             self.runtime.tools,
             port,
             port,

@@ -18,6 +18,7 @@ from sqlalchemy import func, select, update
 from hango.agent.loop import RunStopped
 from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, dump_state, load_private
 from hango.errors import HangoError
+from hango.logs import run_logging
 from hango.models import PendingApproval, Run
 from hango.run.persistence import Lease, locked_active_run
 from hango.run.runtime import Runtime, unit_of_work
@@ -61,8 +62,15 @@ def claim_run(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Run | None:
 
 
 def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -> Execution:
-    """Claim and drive a run until it finishes, suspends or stops; a duplicate delivery does nothing."""
-    owner = owner or worker_identity()
+    """Claim and drive a run until it finishes, suspends or stops; a duplicate delivery does nothing.
+
+    Every line logged meanwhile, in this thread, carries the run's id (:func:`hango.logs.run_logging`).
+    """
+    with run_logging(run_id):
+        return _execute(runtime, run_id, owner or worker_identity())
+
+
+def _execute(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Execution:
     run = claim_run(runtime, run_id, owner)
     if run is None:
         log.info("run not claimable; skipping", extra={"run_id": str(run_id)})

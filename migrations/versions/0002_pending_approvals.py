@@ -73,24 +73,48 @@ def upgrade() -> None:
     op.add_column("runs", sa.Column("awaiting_since", sa.DateTime(timezone=True), nullable=True))
 
 
+WAITING_ERROR = "approvals were removed by a schema downgrade"
+UNAPPLIED_ERROR = "approval decisions were removed by a schema downgrade before the run applied them"
+
+# The runs this feature's removal would betray: those waiting for a human, and those queued (or running) with a
+# decision whose call has no result in the messages yet. Without the table a resumed run would re-drive its batch
+# with nothing to apply the decisions, so a rejected call would run; each is failed instead, with the same
+# ``run.finished`` event a watching client understands and a system audit row a reviewer can find.
+FAIL_BETRAYED_RUNS = sa.text("""
+WITH betrayed AS (
+    SELECT r.id, r.state AS previous_state,
+           CASE WHEN r.state = 'awaiting_approval' THEN :waiting ELSE :unapplied END AS error
+      FROM runs r
+     WHERE r.state = 'awaiting_approval'
+        OR (r.state IN ('queued', 'running') AND EXISTS (
+               SELECT 1 FROM pending_approvals a
+                WHERE a.run_id = r.id AND a.state = 'decided'
+                  AND NOT EXISTS (
+                      SELECT 1 FROM messages m
+                       WHERE m.run_id = r.id AND m.role = 'tool'
+                         AND m.content @> jsonb_build_array(jsonb_build_object('tool_use_id', a.tool_call_id)))))
+), failed AS (
+    UPDATE runs
+       SET state = 'failed', error = betrayed.error, finished_at = now(), updated_at = now(),
+           awaiting_since = NULL, lease_owner = NULL, lease_expires_at = NULL, event_seq = runs.event_seq + 1
+      FROM betrayed
+     WHERE runs.id = betrayed.id
+ RETURNING runs.id, runs.tenant_id, runs.event_seq, runs.error, betrayed.previous_state
+), events AS (
+    INSERT INTO run_events (tenant_id, run_id, seq, type, data)
+    SELECT tenant_id, id, event_seq, 'run.finished', jsonb_build_object('state', 'failed', 'error', error)
+      FROM failed
+)
+INSERT INTO audit_events (id, tenant_id, actor_kind, actor_id, action, target_kind, target_id, outcome, detail)
+SELECT gen_random_uuid(), tenant_id, 'system', NULL, 'run.fail', 'run', id::text, 'success',
+       jsonb_build_object('reason', 'schema downgrade', 'previous_state', previous_state, 'error', error)
+  FROM failed
+""").bindparams(waiting=WAITING_ERROR, unapplied=UNAPPLIED_ERROR)
+
+
 def downgrade() -> None:
-    # Runs waiting for a human cannot exist without this feature: fail them first, with an event a watching
-    # client understands, so the five-state constraint can come back.
-    op.execute(
-        """
-        WITH failed AS (
-            UPDATE runs
-               SET state = 'failed', error = 'approvals were removed by a schema downgrade', finished_at = now(), updated_at = now(),
-                   awaiting_since = NULL, event_seq = event_seq + 1
-             WHERE state = 'awaiting_approval'
-         RETURNING id, tenant_id, event_seq
-        )
-        INSERT INTO run_events (tenant_id, run_id, seq, type, data)
-        SELECT tenant_id, id, event_seq, 'run.finished',
-               jsonb_build_object('state', 'failed', 'error', 'approvals were removed by a schema downgrade')
-          FROM failed
-        """
-    )
+    # Fail first, so no run loses a human's decision silently and the five-state constraint can come back.
+    op.execute(FAIL_BETRAYED_RUNS)
     op.drop_column("runs", "awaiting_since")
     op.drop_constraint(op.f("ck_runs_state"), "runs", type_="check")
     op.create_check_constraint("state", "runs", FIVE_STATES)

@@ -153,10 +153,22 @@ def test_two_sweepers_at_once_expire_each_run_once(
     expired = [future.result(timeout=60) for future in futures]
     assert sum(expired) >= len(runs)
     client = app.test_client()
+    approval_ids = []
     for run_id in runs:
         run = client.get(f"/v1/runs/{run_id}", headers=tenant.owner.headers).json
         assert (run["state"], run["error"]) == ("failed", "approval expired")
         assert event_types(db, run_id).count("run.finished") == 1
-    rows = list(audit_rows(db, tenant.id, "approval.expire"))
-    per_approval = [row.target_id for row in rows]
-    assert len(per_approval) == len(set(per_approval)), "an approval was expired twice"
+        [approval] = pending(client, tenant.owner, run_id, "all")
+        assert approval["state"] == "expired"
+        approval_ids.append(approval["id"])
+    rows = audit_rows(db, tenant.id, "approval.expire")
+    # Exactly one row per expired approval: none missing, none written twice by the second sweeper.
+    assert sorted(row.target_id for row in rows) == sorted(approval_ids)
+    for row in rows:
+        assert (row.actor_kind, row.actor_id, row.target_kind, row.outcome) == (
+            "system",
+            None,
+            "pending_approval",
+            "success",
+        )
+        assert row.detail == {"decided_by": None, "decision": None, "tool_name": "write_file", "tool_call_id": "w"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -119,8 +120,14 @@ def test_logs_are_append_only(database_url: str, table: str) -> None:
         engine.dispose()
 
 
-def test_the_approvals_migration_downgrade_fails_suspended_runs_first(empty_database: str, settings: Settings) -> None:
-    from hango import tenancy
+WAITING = "approvals were removed by a schema downgrade"
+UNAPPLIED = "approval decisions were removed by a schema downgrade before the run applied them"
+
+
+def test_the_approvals_migration_downgrade_fails_suspended_and_decided_runs_first(
+    empty_database: str, settings: Settings
+) -> None:
+    from hango import approvals, tenancy
     from hango.agent.messages import user_message
     from hango.auth import Principal
     from hango.db import Database
@@ -131,6 +138,7 @@ def test_the_approvals_migration_downgrade_fails_suspended_runs_first(empty_data
 
     migrate.upgrade(empty_database)
     db = Database(empty_database)
+    # Runs are enqueued onto a queue nobody consumes: a decided run stays queued, its decisions unconsumed.
     runtime = Runtime.build(
         settings.replace(database_url=empty_database, queue=f"nowhere-{uuid.uuid4().hex[:6]}"), db=db
     )
@@ -146,7 +154,11 @@ def test_the_approvals_migration_downgrade_fails_suspended_runs_first(empty_data
         model={
             "provider": "scripted",
             "script": [
-                {"tool_calls": [{"name": "write_file", "args": {"file_path": "/memories/AGENTS.md", "content": "x"}}]}
+                {
+                    "tool_calls": [
+                        {"id": "w", "name": "write_file", "args": {"file_path": "/memories/AGENTS.md", "content": "x"}}
+                    ]
+                }
             ],
         },
         tools=["write_file"],
@@ -155,28 +167,52 @@ def test_the_approvals_migration_downgrade_fails_suspended_runs_first(empty_data
     )
     with db.transaction() as session:
         session.add(agent)
-    run = service.create_run(runtime, owner, agent.id, [user_message("go")])
-    assert execute_run(runtime, run.id) == "suspended"
+    waiting, decided = (service.create_run(runtime, owner, agent.id, [user_message("go")]) for _ in range(2))
+    assert execute_run(runtime, waiting.id) == "suspended"
+    assert execute_run(runtime, decided.id) == "suspended"
+    body = {"decisions": [{"tool_call_id": "w", "decision": "reject", "message": "no"}]}
+    assert approvals.decide(runtime, owner, decided.id, body).run.state == "queued"
     db.dispose()
 
     migrate.downgrade(empty_database, "0001")
     engine = create_engine(engine_url(empty_database))
     try:
         with engine.connect() as connection:
-            state, error = connection.execute(
-                text("SELECT state, error FROM runs WHERE id = :id"), {"id": run.id}
-            ).one()
-            last = connection.execute(
-                text("SELECT type, data FROM run_events WHERE run_id = :id ORDER BY seq DESC LIMIT 1"), {"id": run.id}
-            ).one()
+            outcomes = {run_id: _failure_of(connection, run_id) for run_id in (waiting.id, decided.id)}
             assert "pending_approvals" not in inspect(connection).get_table_names()
             assert "awaiting_since" not in {c["name"] for c in inspect(connection).get_columns("runs")}
             with pytest.raises(DBAPIError, match="ck_runs_state"), connection.begin_nested():
-                connection.execute(text("UPDATE runs SET state = 'awaiting_approval' WHERE id = :id"), {"id": run.id})
+                connection.execute(
+                    text("UPDATE runs SET state = 'awaiting_approval' WHERE id = :id"), {"id": waiting.id}
+                )
     finally:
         engine.dispose()
-    assert (state, error) == ("failed", "approvals were removed by a schema downgrade")
-    assert last == ("run.finished", {"state": "failed", "error": "approvals were removed by a schema downgrade"})
+    assert outcomes == {waiting.id: _failed(WAITING, "awaiting_approval"), decided.id: _failed(UNAPPLIED, "queued")}
 
     migrate.upgrade(empty_database)
     assert _schema_differences(empty_database) == []
+
+
+def _failed(error: str, previous: str) -> tuple[object, ...]:
+    """What a run failed by the downgrade looks like: its row, its last event and its one audit row."""
+    detail = {"reason": "schema downgrade", "previous_state": previous, "error": error}
+    return (
+        ("failed", error),
+        ("run.finished", {"state": "failed", "error": error}),
+        [("system", None, "success", detail)],
+    )
+
+
+def _failure_of(connection: Any, run_id: uuid.UUID) -> tuple[object, ...]:
+    row = connection.execute(text("SELECT state, error FROM runs WHERE id = :id"), {"id": run_id}).one()
+    last = connection.execute(
+        text("SELECT type, data FROM run_events WHERE run_id = :id ORDER BY seq DESC LIMIT 1"), {"id": run_id}
+    ).one()
+    audit = connection.execute(
+        text(
+            "SELECT actor_kind, actor_id, outcome, detail FROM audit_events "
+            "WHERE action = 'run.fail' AND target_kind = 'run' AND target_id = :id"
+        ),
+        {"id": str(run_id)},
+    ).all()
+    return tuple(row), tuple(last), [tuple(a) for a in audit]

@@ -259,3 +259,62 @@ def test_rows_are_visible_only_inside_their_tenant_and_run_scope(world: World, t
     reader = make_reader(world)
     seen = {name: reader(principal) for name, principal in world.viewers().items()}
     assert seen == expected
+
+
+def _pending(tenant_id: uuid.UUID, run_id: uuid.UUID, call_id: str, state: str = "pending") -> PendingApproval:
+    return PendingApproval(
+        id=uuid.uuid4(),
+        tenant_id=tenant_id,
+        run_id=run_id,
+        turn=1,
+        tool_call_id=call_id,
+        tool_name="write_file",
+        arguments={"file_path": "/memories/AGENTS.md", "content": call_id},
+        allowed_decisions=["approve"],
+        state=state,
+    )
+
+
+def _run_with_approvals(world: World, owner: Principal, creator: Principal, count: int) -> list[uuid.UUID]:
+    """A run of ``creator``'s in ``owner``'s tenant with ``count`` pending approvals and one decided."""
+    with world.db.transaction() as session:
+        agent = Agent(
+            id=uuid.uuid4(),
+            tenant_id=owner.tenant_id,
+            name=f"bot-{uuid.uuid4().hex[:8]}",
+            model={"provider": "scripted"},
+            created_by=owner.user_id,
+        )
+        session.add(agent)
+        session.flush()
+        run = Run(
+            id=uuid.uuid4(), tenant_id=owner.tenant_id, agent_id=agent.id, agent_snapshot={}, created_by=creator.user_id
+        )
+        session.add(run)
+        session.flush()
+        rows = [_pending(owner.tenant_id, run.id, f"call_{index}") for index in range(count)]
+        session.add_all([*rows, _pending(owner.tenant_id, run.id, "decided", state="decided")])
+        return [row.id for row in rows]
+
+
+def test_each_tenant_queue_shows_exactly_its_own_approvals(world: World) -> None:
+    """The tenant queue (``GET /v1/approvals``) across two tenants that both have pending approvals."""
+    creator_b = _member(world.db, world.owner_b)
+    of_creator_a = _run_with_approvals(world, world.owner_a, world.creator_a, 2)
+    of_other_a = _run_with_approvals(world, world.owner_a, world.other_member_a, 1)
+    of_owner_b = _run_with_approvals(world, world.owner_b, world.owner_b, 2)
+    of_creator_b = _run_with_approvals(world, world.owner_b, creator_b, 1)
+    expected = {
+        "owner_a": of_creator_a + of_other_a,
+        "creator_a": of_creator_a,
+        "other_member_a": of_other_a,
+        "owner_b": of_owner_b + of_creator_b,
+        "creator_b": of_creator_b,
+    }
+    viewers = {**world.viewers(), "creator_b": creator_b}
+    with world.db.transaction() as session:
+        queues = {
+            name: [row.id for row in approvals.list_for_tenant(session, principal, "pending", PageRequest()).items]
+            for name, principal in viewers.items()
+        }
+    assert {name: sorted(ids) for name, ids in queues.items()} == {name: sorted(ids) for name, ids in expected.items()}

@@ -22,8 +22,14 @@ HANGO = [sys.executable, "-m", "hango"]
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
-    """The environment a hango process needs to run with exactly these settings."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("HANGO_")}
+    """The environment a hango process needs to run with exactly these settings.
+
+    Every ``HANGO_*`` setting comes from ``settings``; the tests' own ``HANGO_TEST_*`` variables (the Redis and
+    PostgreSQL the tests use, the log folder) pass through, since test tools in the process read them.
+    """
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith("HANGO_") or key.startswith("HANGO_TEST_")
+    }
     for name, value in vars(settings).items():
         if value is None:
             continue

@@ -68,3 +68,14 @@ def test_required_urls_name_their_variable_when_missing() -> None:
         settings.require_database_url()
     with pytest.raises(ConfigError, match="HANGO_REDIS_URL"):
         settings.require_redis_url()
+
+
+@pytest.mark.parametrize(("text", "value"), [("false", False), ("False", False), ("0", False), ("TRUE", True)])
+def test_interrupts_can_be_switched_off_and_are_on_by_default(text: str, value: bool) -> None:
+    assert Settings.from_env({}).interrupts_enabled is True
+    assert Settings.from_env({"HANGO_INTERRUPTS_ENABLED": text}).interrupts_enabled is value
+
+
+def test_a_malformed_boolean_names_its_variable() -> None:
+    with pytest.raises(ConfigError, match="HANGO_INTERRUPTS_ENABLED"):
+        Settings.from_env({"HANGO_INTERRUPTS_ENABLED": "maybe"})

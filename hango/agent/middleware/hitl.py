@@ -9,6 +9,12 @@ applies each one when the batch is re-driven:
 - ``edit``: run it with the human's arguments (checked again against the schema and the rule's scope);
 - ``reject``: do not run it; an error result carrying the human's message;
 - ``respond``: do not run it; the human's message is the result.
+
+Switching interrupts off (``HANGO_INTERRUPTS_ENABLED=false``) keeps this middleware in the stack with
+``interrupts=False``: it raises no new interrupt, but it still applies every stored decision. A run suspended
+before the switch, whose decisions are stored but not yet applied, must never resume with them ignored: a rejected
+or answered call would run as the model asked, and an edited one with the model's arguments. Failing such runs
+instead would throw away decisions a human already made, so hango applies them.
 """
 
 from __future__ import annotations
@@ -20,11 +26,16 @@ from typing import Any
 
 from hango.agent.interrupts import InterruptRule
 from hango.agent.messages import ToolResult
-from hango.agent.middleware.base import Middleware, PendingCall, ToolCallRequest, ToolHandler
+from hango.agent.middleware.base import Chain, Middleware, PendingCall, ToolCallRequest, ToolHandler
 from hango.agent.state import LoopState
+from hango.errors import HangoError
 
 log = logging.getLogger(__name__)
 DECISIONS_KEY = "approval_decisions"
+
+
+class UnappliedDecisions(HangoError):
+    """A loop carries human decisions but its chain has nothing that would apply them."""
 
 
 def rejection_text(message: str) -> str:
@@ -33,12 +44,19 @@ def rejection_text(message: str) -> str:
 
 
 class HumanInTheLoop(Middleware):
-    """Suspend calls that match the rules; apply human decisions to calls that have one."""
+    """Suspend calls that match the rules; apply human decisions to calls that have one.
+
+    Args:
+        rules: the interrupt rules by tool name; an ``edit`` is checked against its rule's scope even when
+            interrupts are off.
+        interrupts: whether a matching call without a decision waits for a human (``True``) or runs (``False``).
+    """
 
     name = "human_in_the_loop"
 
-    def __init__(self, rules: Mapping[str, InterruptRule]) -> None:
+    def __init__(self, rules: Mapping[str, InterruptRule], *, interrupts: bool = True) -> None:
         self.rules = dict(rules)
+        self.interrupts = interrupts
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
         """Apply a decision, register a pending call, or pass the call on."""
@@ -48,7 +66,7 @@ class HumanInTheLoop(Middleware):
         if decision is not None:
             return handler(request) if request.phase == "plan" else self._apply(request, decision, handler)
         rule = self.rules.get(request.call.name)
-        if rule is None or not rule.matches(request.call.input):
+        if not self.interrupts or rule is None or not rule.matches(request.call.input):
             return handler(request)
         if request.phase == "execute":
             # Planning registers every matching call, so this means the batch was not planned: refuse safely.
@@ -108,3 +126,19 @@ def load_decisions(state: LoopState, decisions: Mapping[str, Mapping[str, Any]])
     live = {call_id: dict(decision) for call_id, decision in decisions.items() if call_id in unanswered}
     if live:
         state.private[DECISIONS_KEY] = live
+
+
+def require_decisions_applied(chain: Chain, state: LoopState) -> None:
+    """Refuse to drive a loop whose loaded decisions the chain would ignore (the slot removed in code).
+
+    Without the human-in-the-loop middleware the suspended batch would be re-driven as the model asked it: a
+    rejected call would run. Failing the run says why instead.
+
+    Raises:
+        UnappliedDecisions: when ``state`` carries decisions and no middleware of ``chain`` applies them.
+    """
+    if DECISIONS_KEY in state.private and not any(isinstance(m, HumanInTheLoop) for m in chain.middlewares):
+        raise UnappliedDecisions(
+            "the run has human decisions to apply but its middleware stack has no human_in_the_loop slot; "
+            "switch interrupts off with HANGO_INTERRUPTS_ENABLED=false instead of removing the slot"
+        )

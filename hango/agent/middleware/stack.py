@@ -27,16 +27,22 @@ def default_middlewares(
     interrupt_on: Mapping[str, Any] | None = None,
     overrides: Mapping[str, Middleware | None] | None = None,
     model: Mapping[str, Any] | None = None,
+    *,
+    interrupts: bool = True,
 ) -> list[Middleware]:
     """The default stack for an agent allowed ``tools`` with its ``interrupt_on`` configuration.
 
-    ``overrides`` replaces or empties slots by name; emptying ``human_in_the_loop`` disables interrupts entirely.
+    ``interrupts=False`` (``HANGO_INTERRUPTS_ENABLED=false``) is how interrupts are switched off: the
+    human-in-the-loop slot stays and still applies stored decisions, it only stops raising new interrupts.
+    ``overrides`` replaces or empties slots by name. Emptying ``human_in_the_loop`` also drops the application of
+    stored decisions, so it is only for loops that can have none; the worker never does it, and a worker's loop
+    that carries decisions refuses a chain without the slot (``hango.run.subagents``).
     """
     slots: dict[str, Middleware | None] = {
         "tracing": Tracing(dict(model or {})),
         "repair_tool_calls": RepairToolCalls(resumable=[TASK_TOOL]),
         "memory": Memory(),
-        "human_in_the_loop": HumanInTheLoop(compile_rules(interrupt_on)),
+        "human_in_the_loop": HumanInTheLoop(compile_rules(interrupt_on), interrupts=interrupts),
         "tool_allowlist": ToolAllowlist(tools),
     }
     for name, middleware in (overrides or {}).items():
@@ -51,6 +57,8 @@ def default_chain(
     interrupt_on: Mapping[str, Any] | None = None,
     overrides: Mapping[str, Middleware | None] | None = None,
     model: Mapping[str, Any] | None = None,
+    *,
+    interrupts: bool = True,
 ) -> Chain:
     """The default stack as a chain."""
-    return Chain(default_middlewares(tools, interrupt_on, overrides, model))
+    return Chain(default_middlewares(tools, interrupt_on, overrides, model, interrupts=interrupts))
