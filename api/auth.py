@@ -12,18 +12,19 @@ from hango.errors import Unauthorized
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
-def _bearer_token() -> str:
+def bearer_token(missing: str = "send 'Authorization: Bearer <token>'") -> str:
+    """The request's bearer token; :class:`Unauthorized` with ``missing`` when there is none."""
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized("send 'Authorization: Bearer <token>'")
+        raise Unauthorized(missing)
     return token.strip()
 
 
 def _authenticate() -> None:
     if not request.path.startswith("/v1/"):
         return
-    g.principal = tenancy.authenticate(services().db, _bearer_token())
+    g.principal = tenancy.authenticate(services().db, bearer_token())
     if request.method in _BODY_METHODS and _has_body() and not request.is_json:
         raise UnsupportedMediaType("request bodies must be sent as application/json")
 

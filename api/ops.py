@@ -7,11 +7,12 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from flask import Blueprint, Flask, Response, request
+from flask import Blueprint, Flask, Response
 from flask_swagger_ui import get_swaggerui_blueprint
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
+from api.auth import bearer_token
 from api.context import services
 from api.problems import problem
 from hango.errors import Unauthorized
@@ -59,13 +60,13 @@ def metrics_guard(token: str | None) -> Callable[[Callable[..., Any]], Callable[
     if not token:
         return None
     expected = token.encode()
+    refusal = "/metrics needs 'Authorization: Bearer <HANGO_METRICS_TOKEN>'"
 
     def guard(view: Callable[..., Any]) -> Callable[..., Any]:
         @wraps(view)
         def guarded(*args: Any, **kwargs: Any) -> Any:
-            scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), expected):
-                raise Unauthorized("/metrics needs 'Authorization: Bearer <HANGO_METRICS_TOKEN>'")
+            if not hmac.compare_digest(bearer_token(refusal).encode(), expected):
+                raise Unauthorized(refusal)
             return view(*args, **kwargs)
 
         return guarded
