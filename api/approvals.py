@@ -9,7 +9,7 @@ import marshmallow as ma
 from flask import request
 from marshmallow import fields, missing, validate
 
-from api.audit import audit_target, audit_written, audited
+from api.audit import audit_written, audited
 from api.context import principal, services, trace_id
 from api.parsing import Blueprint, request_json
 from api.runs import Run
@@ -75,11 +75,9 @@ def _body() -> Any:
 @audited("approval.decide", "run", target_arg="run_id")
 def decide(run_id: uuid.UUID) -> dict[str, Any]:
     """Decide every pending call of a suspended run (owner, admin; never a member, the run's creator included)."""
-    runtime, caller, body = services().runtime, principal(), _body()
-    # Rows for a refused request are written by the audit hook; a successful one writes its own, atomically.
-    for named in approvals.named_approvals(runtime, caller, run_id, body):
-        audit_target("pending_approval", named.id, **approvals.audit_detail(named, caller.user_id))
-    decided = approvals.decide(runtime, caller, run_id, body, trace_id())
+    # The service writes this request's audit rows, refusals included, in its own transaction (a run the caller
+    # cannot see is the exception: the audit hook writes its row).
+    decided = approvals.decide(services().runtime, principal(), run_id, _body(), trace_id())
     audit_written()
     ttl = services().settings.approval_ttl
     return {"run": decided.run, "approvals": [approval_json(row, ttl) for row in decided.approvals]}

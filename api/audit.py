@@ -65,9 +65,10 @@ def audit_target(kind: str, target_id: object, *, action: str | None = None, **d
 
 
 def audit_written() -> None:
-    """The service already wrote this request's success rows in its own transaction; the hook must not repeat them.
+    """The service already wrote this request's rows in its own transaction; the hook must not repeat them.
 
-    Refusals (4xx, 5xx) are still audited by the hook, from the targets the view declared.
+    Set by a view after a service succeeded, and by the problem handler for an error the service audited. Other
+    refusals (4xx, 5xx) are still audited by the hook, from the targets the view declared.
     """
     g.audit_written = True
 
@@ -124,7 +125,7 @@ def records_for(status: int) -> list[AuditRecord]:
 
 
 def _write(response: Response) -> Response:
-    if request.method not in MUTATING_METHODS or (g.get("audit_written") and response.status_code < 400):
+    if request.method not in MUTATING_METHODS or g.get("audit_written"):
         return response
     try:
         audit.record(services().db, records_for(response.status_code))

@@ -8,6 +8,7 @@ from typing import Any
 from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
+from api.audit import audit_written
 from hango.errors import (
     Conflict,
     FieldError,
@@ -75,6 +76,8 @@ def field_errors(errors: list[FieldError]) -> list[dict[str, str]]:
 
 
 def _domain_problem(error: HangoError) -> Response:
+    if error.audited:
+        audit_written()
     for cls, status, title in _DOMAIN_STATUS:
         if isinstance(error, cls):
             extra: dict[str, Any] = {}

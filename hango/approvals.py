@@ -21,10 +21,11 @@ from marshmallow import ValidationError, fields, validate, validates_schema
 
 from hango.agent.interrupts import compile_rules
 from hango.auth import Principal
-from hango.errors import FieldError, Forbidden, InvalidInput, NotAwaitingApproval, NotFound, PartialDecision
-from hango.models import DECISIONS, PendingApproval, Run
+from hango.errors import FieldError, Forbidden, HangoError, InvalidInput, NotAwaitingApproval, PartialDecision
+from hango.models import DECISIONS, Outcome, PendingApproval, Run
 from hango.pagination import Page, PageRequest
-from hango.run.runtime import Runtime, unit_of_work
+from hango.run import transitions
+from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.store import approvals as store
 from hango.store import runs as run_store
 from hango.store.audit import AuditRecord, insert_audit_events
@@ -87,18 +88,11 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def named_approvals(runtime: Runtime, principal: Principal, run_id: uuid.UUID, body: Any) -> list[NamedApproval]:
-    """The known approvals a (possibly invalid) request names, for its audit rows; empty for an invisible run."""
+def named_approvals(rows: list[PendingApproval], body: Any) -> list[NamedApproval]:
+    """The known approvals a (possibly invalid) request names, for its audit rows."""
     items = body.get("decisions") if isinstance(body, dict) else None
-    if not isinstance(items, list):
-        return []
-    try:
-        with runtime.db.transaction() as session:
-            rows = store.of_run(session, run_store.get_run(session, principal, run_id))
-    except NotFound:
-        return []
     named: dict[uuid.UUID, NamedApproval] = {}
-    for item in items:
+    for item in items if isinstance(items, list) else []:
         row = _lookup(rows, item) if isinstance(item, dict) else None
         if row is None or row.id in named:
             continue
@@ -133,40 +127,27 @@ def decide(
 ) -> Decided:
     """Store a complete set of decisions and queue the run again; see the module docstring for the order.
 
-    The ``approval.decide`` audit rows of a successful request are written in the same transaction as the
-    decisions, so a decision can never exist without its audit row.
+    Authorisation, the row lock, validation, the writes and the ``approval.decide`` audit rows share one
+    transaction: a decision never exists without its row, and a refused request (403, 400, 409 on a visible run)
+    leaves only its audit rows, marked on the raised error as :attr:`~hango.errors.HangoError.audited`.
     """
     with unit_of_work(runtime) as work:
         run = run_store.get_run(work.session, principal, run_id, for_update=True)
-        if not principal.is_manager:
-            raise Forbidden(
-                "only an owner or admin may decide approvals; a member never may, not even for their own run"
-            )
-        decisions = _parse(body)
         rows = store.of_run(work.session, run)
-        chosen = _resolve(decisions, rows)
-        _check(runtime, run, decisions, chosen)
-        _check_complete(run, rows, chosen)
-        now = datetime.now(UTC)
-        audit = [
-            _audit(principal, _named(row, decision), trace_id) for decision, row in zip(decisions, chosen, strict=True)
-        ]
-        for decision, row in zip(decisions, chosen, strict=True):
-            row.state, row.decision, row.decided_by, row.decided_at = (
-                "decided",
-                decision["decision"],
-                principal.user_id,
-                now,
+        try:
+            with work.session.begin_nested():
+                chosen = _store_decisions(runtime, work, principal, run, rows, body, trace_id)
+        except HangoError as refusal:
+            work.discard_after_commit()
+            insert_audit_events(
+                work.session, _refusal_audit(principal, run, named_approvals(rows, body), refusal, trace_id)
             )
-            row.decision_args = decision.get("args")
-            row.decision_message = decision.get("message", "")
-        run.state, run.awaiting_since, run.updated_at = "queued", None, now
-        run.queue_generation += 1
-        for row in chosen:
-            work.emit(run, "approval.decided", store.decided_event(row))
-        work.emit(run, "run.queued", {"reason": "approvals decided"})
-        insert_audit_events(work.session, audit)
-        work.enqueue_after_commit(run)
+            refusal.audited = True
+            refused: HangoError | None = refusal
+        else:
+            refused = None
+    if refused is not None:
+        raise refused
     for row in chosen:
         log.info(
             "approval decided",
@@ -181,6 +162,60 @@ def decide(
     return Decided(run, chosen)
 
 
+def _store_decisions(
+    runtime: Runtime,
+    work: Work,
+    principal: Principal,
+    run: Run,
+    rows: list[PendingApproval],
+    body: Any,
+    trace_id: str | None,
+) -> list[PendingApproval]:
+    if not principal.is_manager:
+        raise Forbidden("only an owner or admin may decide approvals; a member never may, not even for their own run")
+    decisions = _parse(body)
+    chosen = _resolve(decisions, rows)
+    _check(runtime, run, decisions, chosen)
+    _check_complete(run, rows, chosen)
+    now = datetime.now(UTC)
+    audit = [
+        _audit(principal, _named(row, decision), trace_id) for decision, row in zip(decisions, chosen, strict=True)
+    ]
+    for decision, row in zip(decisions, chosen, strict=True):
+        row.state, row.decision, row.decided_by, row.decided_at = (
+            "decided",
+            decision["decision"],
+            principal.user_id,
+            now,
+        )
+        row.decision_args = decision.get("args")
+        row.decision_message = decision.get("message", "")
+    transitions.requeue_decided(work, run, chosen)
+    insert_audit_events(work.session, audit)
+    return chosen
+
+
+def _refusal_audit(
+    principal: Principal, run: Run, named: list[NamedApproval], refusal: HangoError, trace_id: str | None
+) -> list[AuditRecord]:
+    """A refused request's rows: one per approval it names, or one for the run when it names none it knows."""
+    outcome: Outcome = "denied" if isinstance(refusal, Forbidden) else "error"
+    refused = {"refusal": type(refusal).__name__}
+    if not named:
+        return [_record(principal, "run", str(run.id), outcome, refused, trace_id)]
+    return [
+        _record(
+            principal,
+            "pending_approval",
+            str(item.id),
+            outcome,
+            audit_detail(item, principal.user_id) | refused,
+            trace_id,
+        )
+        for item in named
+    ]
+
+
 def _named(row: PendingApproval, decision: dict[str, Any]) -> NamedApproval:
     kind = decision["decision"]
     changed = _canonical(decision.get("args")) != _canonical(row.arguments) if kind == "edit" else None
@@ -188,15 +223,22 @@ def _named(row: PendingApproval, decision: dict[str, Any]) -> NamedApproval:
 
 
 def _audit(principal: Principal, named: NamedApproval, trace_id: str | None) -> AuditRecord:
+    detail = audit_detail(named, principal.user_id)
+    return _record(principal, "pending_approval", str(named.id), "success", detail, trace_id)
+
+
+def _record(
+    principal: Principal, kind: str, target_id: str, outcome: Outcome, detail: dict[str, Any], trace_id: str | None
+) -> AuditRecord:
     return AuditRecord(
         tenant_id=principal.tenant_id,
         actor_kind="user",
         actor_id=principal.user_id,
         action="approval.decide",
-        target_kind="pending_approval",
-        target_id=str(named.id),
-        outcome="success",
-        detail=audit_detail(named, principal.user_id),
+        target_kind=kind,
+        target_id=target_id,
+        outcome=outcome,
+        detail=detail,
         trace_id=trace_id,
     )
 
@@ -280,6 +322,7 @@ def _edit_errors(
 
 
 def _check_complete(run: Run, rows: list[PendingApproval], chosen: list[PendingApproval]) -> None:
+    # The row lock is held: the state read here is the one the transition will find.
     if run.state != "awaiting_approval":
         raise NotAwaitingApproval(f"run {run.id} is {run.state}, not awaiting approval")
     stale = [row for row in chosen if row.state != "pending"]

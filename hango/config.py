@@ -3,17 +3,21 @@
 Every timeout, TTL and limit the server uses lives here, so tests can run with seconds instead of hours. A
 missing or malformed variable raises :class:`ConfigError` naming it; the CLI turns that into a one-line message
 and a non-zero exit before anything else starts.
+
+Each setting is declared once, as a field of :class:`Settings`: its name (the variable is ``HANGO_`` and the name
+in capitals), its type, its default, the parser that reads its text, and a one-line description.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypeVar
+from typing import Annotated, Any
 
+from pydantic import BeforeValidator, Field, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -21,7 +25,6 @@ from hango.errors import ConfigError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-_T = TypeVar("_T")
 
 
 def parse_duration(text: str) -> timedelta:
@@ -114,64 +117,138 @@ def parse_module_list(text: str) -> tuple[str, ...]:
     return names
 
 
-@dataclass(frozen=True)
-class Settings:
+def _from_text(parser: Callable[[str], object]) -> BeforeValidator:
+    """Read text (what the environment holds) with ``parser``; a value of the setting's own type passes through."""
+
+    def read(value: object) -> object:
+        return parser(value) if isinstance(value, str) else value
+
+    return BeforeValidator(read)
+
+
+# The kinds of setting: the Python type callers see, and how its text in the environment is read.
+Duration = Annotated[timedelta, _from_text(parse_duration)]
+WholeNumber = Annotated[int, _from_text(parse_positive_int)]
+Flag = Annotated[bool, _from_text(parse_bool)]
+PostgresUrl = Annotated[str, _from_text(parse_postgres_url)]
+RedisUrl = Annotated[str, _from_text(parse_redis_url)]
+HttpUrl = Annotated[str, _from_text(parse_http_url)]
+LogLevel = Annotated[str, _from_text(parse_log_level)]
+Name = Annotated[str, _from_text(parse_name)]
+BasicAuth = Annotated[str, _from_text(parse_basic_auth)]
+ModuleList = Annotated[tuple[str, ...], _from_text(parse_module_list)]
+
+
+class Settings(BaseSettings):
     """Process-wide settings. Build them with :meth:`from_env`, or directly in tests."""
 
-    database_url: str | None = None
-    redis_url: str | None = None
-    approval_ttl: timedelta = timedelta(hours=24)
-    approval_sweep_interval: timedelta = timedelta(minutes=1)
-    # Off: no tool call waits for a human any more, but decisions already stored are still applied on resume.
-    interrupts_enabled: bool = True
-    max_body_bytes: int = 1_048_576
-    max_json_depth: int = 64
-    db_pool_size: int = 5
-    log_level: str = "INFO"
-    queue: str = "hango"
-    run_lease: timedelta = timedelta(seconds=60)
-    run_heartbeat_interval: timedelta = timedelta(seconds=15)
-    reconcile_interval: timedelta = timedelta(seconds=30)
-    requeue_after: timedelta = timedelta(seconds=60)
-    enqueue_dedup_ttl: timedelta = timedelta(minutes=5)
-    max_run_attempts: int = 3
-    task_time_limit: timedelta = timedelta(hours=1)
-    sse_keepalive: timedelta = timedelta(seconds=15)
-    model_retry_attempts: int = 4
-    model_retry_base_delay: timedelta = timedelta(seconds=1)
-    model_retry_max_delay: timedelta = timedelta(seconds=30)
-    model_timeout: timedelta = timedelta(seconds=120)
-    anthropic_base_url: str | None = None
-    anthropic_api_key: str | None = None
-    openai_base_url: str | None = None
-    openai_api_key: str | None = None
-    tool_modules: tuple[str, ...] = ()
-    max_subagent_depth: int = 3
-    otlp_endpoint: str | None = None
+    model_config = SettingsConfigDict(env_prefix="HANGO_", frozen=True, extra="forbid", protected_namespaces=())
+
+    database_url: PostgresUrl | None = Field(default=None, description="PostgreSQL URL")
+    redis_url: RedisUrl | None = Field(default=None, description="Redis URL (broker and pub/sub)")
+    approval_ttl: Duration = Field(
+        default=timedelta(hours=24),
+        description="how long an approval may wait before its run fails with `approval expired`",
+    )
+    approval_sweep_interval: Duration = Field(
+        default=timedelta(minutes=1), description="how often the sweeper looks for expired approvals"
+    )
+    interrupts_enabled: Flag = Field(
+        default=True,
+        description="false switches interrupts off (no call waits for a human); decisions already stored are still "
+        "applied on resume",
+    )
+    max_body_bytes: WholeNumber = Field(default=1_048_576, description="request bodies above this are a 413")
+    max_json_depth: WholeNumber = Field(
+        default=64, description="JSON bodies nesting arrays and objects deeper than this are a 400"
+    )
+    db_pool_size: WholeNumber = Field(default=5, description="connections per process pool")
+    log_level: LogLevel = Field(default="INFO", description="DEBUG … CRITICAL")
+    queue: Name = Field(default="hango", description="the Celery queue runs travel on")
+    run_lease: Duration = Field(default=timedelta(seconds=12), description="a worker's lease on a run")
+    run_heartbeat_interval: Duration = Field(
+        default=timedelta(seconds=3), description="how often a worker renews its lease on a run"
+    )
+    reconcile_interval: Duration = Field(default=timedelta(seconds=5), description="reconciler period")
+    requeue_after: Duration = Field(
+        default=timedelta(seconds=60), description="how long a queued run may wait before it is enqueued again"
+    )
+    enqueue_dedup_ttl: Duration = Field(
+        default=timedelta(minutes=5), description="how long an enqueue of one run generation is deduplicated"
+    )
+    max_run_attempts: WholeNumber = Field(default=3, description="lost workers after which a run fails")
+    task_time_limit: Duration = Field(
+        default=timedelta(hours=1),
+        description="hard limit of one task execution (the broker visibility timeout is twice that)",
+    )
+    sse_keepalive: Duration = Field(
+        default=timedelta(seconds=15), description="keep-alive comment interval of idle event streams"
+    )
+    model_retry_attempts: WholeNumber = Field(default=4, description="attempts of one model call")
+    model_retry_base_delay: Duration = Field(
+        default=timedelta(seconds=1), description="first delay between model call attempts"
+    )
+    model_retry_max_delay: Duration = Field(
+        default=timedelta(seconds=30), description="longest delay between model call attempts"
+    )
+    model_timeout: Duration = Field(default=timedelta(seconds=120), description="timeout of one model call")
+    anthropic_base_url: HttpUrl | None = Field(default=None, description="Anthropic endpoint")
+    anthropic_api_key: str | None = Field(default=None, description="Anthropic credential")
+    openai_base_url: HttpUrl | None = Field(default=None, description="OpenAI endpoint")
+    openai_api_key: str | None = Field(default=None, description="OpenAI credential")
+    tool_modules: ModuleList = Field(default=(), description="comma-separated modules whose `TOOLS` list is registered")
+    max_subagent_depth: WholeNumber = Field(default=3, description="how deep `task` calls may nest")
+    otlp_endpoint: HttpUrl | None = Field(default=None, description="OTLP/HTTP traces endpoint; unset, tracing is off")
     # Limits a hostile tenant, member or model meets as a clear error (api.md "Limits and roles").
-    max_streams_per_user: int = 50
-    # gunicorn threads per API process (``hango api --threads`` defaults to it). An open event stream holds a
-    # thread, so one process serves at most ``stream_capacity()`` streams and keeps the rest for ordinary requests.
-    api_threads: int = 64
-    max_streams_per_process: int | None = None
-    max_file_bytes: int = 1_048_576
-    max_run_storage_bytes: int = 64 * 1_048_576
-    max_agent_storage_bytes: int = 64 * 1_048_576
-    tool_timeout: timedelta = timedelta(seconds=30)
-    # Operations surface: Flower's basic auth ("user:password") and the bearer token /metrics asks for.
-    flower_basic_auth: str | None = None
-    metrics_token: str | None = None
+    max_streams_per_user: WholeNumber = Field(
+        default=50, description="open event streams per user across API processes; one more is a 429"
+    )
+    # An open event stream holds a thread, so one process serves at most ``stream_capacity()`` streams and keeps
+    # the rest for ordinary requests.
+    api_threads: WholeNumber = Field(
+        default=64, description="gunicorn threads per API process (`hango api --threads` defaults to it)"
+    )
+    max_streams_per_process: WholeNumber | None = Field(
+        default=None, description="how many API threads streams may hold; unset, three quarters of them"
+    )
+    max_file_bytes: WholeNumber = Field(default=1_048_576, description="largest file a tool may write")
+    max_run_storage_bytes: WholeNumber = Field(default=64 * 1_048_576, description="a run's scratch files")
+    max_agent_storage_bytes: WholeNumber = Field(
+        default=64 * 1_048_576, description="an agent's `/memories/` and `/skills/`"
+    )
+    tool_timeout: Duration = Field(
+        default=timedelta(seconds=30), description="one tool call; past it the call is stopped and its changes undone"
+    )
+    # Operations surface: Flower's basic auth and the bearer token /metrics asks for.
+    flower_basic_auth: BasicAuth | None = Field(
+        default=None, description="`user:password` Flower asks for; unset, `hango flower` refuses to start"
+    )
+    metrics_token: str | None = Field(
+        default=None, description="when set, `/metrics` needs `Authorization: Bearer <token>`"
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments only: building settings never reads ``os.environ``, a ``.env`` file or secrets.
+
+        :meth:`from_env` reads the mapping it is given and passes what it found as keyword arguments.
+        """
+        return (init_settings,)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """Read every ``HANGO_*`` variable this class knows; unset ones keep their defaults."""
-        values: dict[str, object] = {}
-        for name, parser in _PARSERS.items():
-            raw = environ.get(_env_name(name))
-            if raw is None or raw == "":
-                continue
-            values[name] = _parse(name, raw, parser)
-        settings = cls(**values)  # type: ignore[arg-type]
+        """Read every ``HANGO_*`` variable this class knows; unset or empty ones keep their defaults."""
+        try:
+            settings = cls(**_Environment(cls, environ)())
+        except ValidationError as exc:
+            raise _config_error(exc) from exc
         settings.check()
         return settings
 
@@ -207,58 +284,34 @@ class Settings:
         return self.redis_url
 
     def replace(self, **changes: object) -> Settings:
-        """A copy with some fields changed."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        """A copy with some fields changed, validated like any new settings."""
+        values: dict[str, Any] = {**dict(self), **changes}
+        return type(self)(**values)
 
 
-_PARSERS: dict[str, Callable[[str], object]] = {
-    "database_url": parse_postgres_url,
-    "redis_url": parse_redis_url,
-    "approval_ttl": parse_duration,
-    "approval_sweep_interval": parse_duration,
-    "interrupts_enabled": parse_bool,
-    "max_body_bytes": parse_positive_int,
-    "max_json_depth": parse_positive_int,
-    "db_pool_size": parse_positive_int,
-    "log_level": parse_log_level,
-    "queue": parse_name,
-    "run_lease": parse_duration,
-    "run_heartbeat_interval": parse_duration,
-    "reconcile_interval": parse_duration,
-    "requeue_after": parse_duration,
-    "enqueue_dedup_ttl": parse_duration,
-    "max_run_attempts": parse_positive_int,
-    "task_time_limit": parse_duration,
-    "sse_keepalive": parse_duration,
-    "model_retry_attempts": parse_positive_int,
-    "model_retry_base_delay": parse_duration,
-    "model_retry_max_delay": parse_duration,
-    "model_timeout": parse_duration,
-    "anthropic_base_url": parse_http_url,
-    "anthropic_api_key": str,
-    "openai_base_url": parse_http_url,
-    "openai_api_key": str,
-    "tool_modules": parse_module_list,
-    "max_subagent_depth": parse_positive_int,
-    "otlp_endpoint": parse_http_url,
-    "max_streams_per_user": parse_positive_int,
-    "api_threads": parse_positive_int,
-    "max_streams_per_process": parse_positive_int,
-    "max_file_bytes": parse_positive_int,
-    "max_run_storage_bytes": parse_positive_int,
-    "max_agent_storage_bytes": parse_positive_int,
-    "tool_timeout": parse_duration,
-    "flower_basic_auth": parse_basic_auth,
-    "metrics_token": str,
-}
+def env_name(field: str) -> str:
+    """The environment variable of a setting: ``HANGO_`` and the field's name in capitals."""
+    return f"{Settings.model_config['env_prefix']}{field.upper()}"
 
 
-def _env_name(field: str) -> str:
-    return f"HANGO_{field.upper()}"
+class _Environment(PydanticBaseSettingsSource):
+    """The settings' values found in one environment mapping, as text; empty variables count as unset."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        super().__init__(settings_cls)
+        self._environ = environ
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """The text of ``field_name``'s variable (``None`` when unset), keyed by the field's name."""
+        return self._environ.get(env_name(field_name)) or None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        found = {name: self.get_field_value(field, name)[0] for name, field in self.settings_cls.model_fields.items()}
+        return {name: text for name, text in found.items() if text is not None}
 
 
-def _parse(field: str, raw: str, parser: Callable[[str], _T]) -> _T:
-    try:
-        return parser(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{_env_name(field)}: {exc}") from exc
+def _config_error(error: ValidationError) -> ConfigError:
+    """The first problem as one line naming its variable, in the words of the setting's parser."""
+    first = error.errors()[0]
+    cause = first.get("ctx", {}).get("error", first["msg"])
+    return ConfigError(f"{env_name(str(first['loc'][0]))}: {cause}")

@@ -6,7 +6,13 @@ from dataclasses import dataclass
 
 
 class HangoError(Exception):
-    """Base of every error hango raises on purpose."""
+    """Base of every error hango raises on purpose.
+
+    ``audited`` is set by a service that already wrote the refusal's audit rows itself, in its own transaction,
+    so the API's audit hook does not write them again.
+    """
+
+    audited: bool = False
 
 
 class ConfigError(HangoError):

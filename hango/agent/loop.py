@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
+from hango.agent.files import FileSystem
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage, unique_call_ids
 from hango.agent.middleware.base import (
     Chain,
@@ -30,7 +31,6 @@ from hango.agent.models.base import Model, ModelError, ModelRequest, ToolSpec
 from hango.agent.state import SUSPENDED_BATCH, AwaitingApproval, Done, Failed, LoopState, Outcome
 from hango.agent.tools.base import DEFAULT_LIMITS, ToolContext, ToolLimits, ToolRegistry, ToolSignal, execute
 from hango.errors import HangoError
-from hango.store.files import FileSystem
 
 log = logging.getLogger(__name__)
 

@@ -13,12 +13,11 @@ import logging
 import uuid
 from datetime import UTC, datetime
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from hango.models import PendingApproval, Run
+from hango.models import PendingApproval
+from hango.run import transitions
 from hango.run.runtime import Runtime, unit_of_work
 from hango.store import approvals as store
+from hango.store import runs as run_store
 from hango.store.audit import AuditRecord, insert_audit_events
 from hango.telemetry import current_trace_id
 
@@ -39,13 +38,12 @@ def expire_stale(runtime: Runtime, *, batch: int = BATCH) -> int:
 def expire_run(runtime: Runtime, run_id: uuid.UUID, cutoff: datetime, trace_id: str) -> bool:
     """Fail one run for an expired approval, if it is still waiting and still stale; ``True`` when it did."""
     with unit_of_work(runtime) as work:
-        run = work.session.scalar(select(Run).where(Run.id == run_id).with_for_update())
-        if run is None or run.state != "awaiting_approval" or not _stale(work.session, run, cutoff):
+        run = run_store.lock_run(work.session, run_id)
+        if run is None or not store.has_stale(work.session, run, cutoff):
             return False
-        expired = store.close_pending(work.session, run, "expired")
-        now = datetime.now(UTC)
-        run.state, run.error, run.finished_at, run.updated_at, run.awaiting_since = "failed", EXPIRED, now, now, None
-        work.emit(run, "run.finished", {"state": "failed", "error": EXPIRED})
+        expired = transitions.expire(work, run, EXPIRED)
+        if expired is None:
+            return False
         insert_audit_events(work.session, [_audit(row, trace_id) for row in expired])
     for row in expired:
         log.info(
@@ -58,13 +56,6 @@ def expire_run(runtime: Runtime, run_id: uuid.UUID, cutoff: datetime, trace_id: 
             },
         )
     return True
-
-
-def _stale(session: Session, run: Run, cutoff: datetime) -> bool:
-    statement = select(PendingApproval.id).where(
-        PendingApproval.run_id == run.id, PendingApproval.state == "pending", PendingApproval.created_at < cutoff
-    )
-    return session.execute(statement.limit(1)).first() is not None
 
 
 def _audit(row: PendingApproval, trace_id: str) -> AuditRecord:

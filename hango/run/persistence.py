@@ -16,33 +16,28 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from hango.agent.files import FileSystem
 from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
 from hango.agent.state import LoopState, dump_state
 from hango.agent.tools.base import ToolTimeout
 from hango.models import Run, SubagentCall
 from hango.run.runtime import Runtime, Work, unit_of_work
-from hango.store.files import FileSystem
+from hango.run.transitions import Lease
+from hango.store import runs as run_store
+from hango.store.files import SqlFileSystem
 from hango.store.messages import insert_message, message_json, to_message
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Lease:
-    """Which worker holds which run."""
-
-    run_id: uuid.UUID
-    owner: str
-
-
 def locked_active_run(session: Session, lease: Lease) -> Run:
     """The run row, locked, if this worker still holds it running; otherwise :class:`RunStopped`."""
-    run = session.scalar(select(Run).where(Run.id == lease.run_id).with_for_update())
+    run = run_store.lock_run(session, lease.run_id)
     if run is None or run.state != "running" or run.lease_owner != lease.owner:
         raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
     return run
@@ -138,8 +133,8 @@ class RunPersistence:
         if self._stop.is_set():
             raise RunStopped("the lease was lost")
         with self._runtime.db.transaction() as session:
-            row = session.execute(select(Run.state, Run.lease_owner).where(Run.id == self.run_id)).one_or_none()
-        if row is None or row.state != "running" or row.lease_owner != self._lease.owner:
+            lease = run_store.lease_of(session, self.run_id)
+        if lease != ("running", self._lease.owner):
             raise RunStopped(f"run {self.run_id} is no longer running under this worker")
 
     def append(self, messages: list[Message], state: LoopState, usage: Usage | None = None) -> list[Message]:
@@ -175,4 +170,4 @@ class RunPersistence:
             yield self._files(session)
 
     def _files(self, session: Session) -> FileSystem:
-        return FileSystem(session, self.tenant_id, self.agent_id, self.run_id)
+        return SqlFileSystem(session, self.tenant_id, self.agent_id, self.run_id)

@@ -16,10 +16,9 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
-
-from hango.models import Run
+from hango.run import transitions
 from hango.run.runtime import Runtime, unit_of_work
+from hango.store import runs as run_store
 
 log = logging.getLogger(__name__)
 BATCH = 100
@@ -46,44 +45,17 @@ def reconcile(runtime: Runtime) -> ReconcileReport:
 
 def reclaim_lost_runs(runtime: Runtime) -> tuple[int, int]:
     """Requeue or fail ``running`` runs whose lease expired; returns ``(requeued, failed)``."""
-    limit = runtime.settings.max_run_attempts
-    requeued = failed = 0
     with unit_of_work(runtime) as work:
-        statement = (
-            select(Run)
-            .where(Run.state == "running", Run.lease_expires_at < func.now())
-            .order_by(Run.lease_expires_at)
-            .limit(BATCH)
-            .with_for_update(skip_locked=True)
-        )
-        for run in work.session.scalars(statement):
-            now = datetime.now(UTC)
-            run.attempts += 1
-            run.lease_owner, run.lease_expires_at, run.updated_at = None, None, now
-            if run.attempts >= limit:
-                run.state, run.finished_at = "failed", now
-                run.error = f"the worker running this run was lost {run.attempts} times"
-                work.emit(run, "run.finished", {"state": "failed", "error": run.error})
-                failed += 1
-                continue
-            run.state = "queued"
-            run.queue_generation += 1
-            work.emit(run, "run.queued", {"reason": "worker lost", "attempt": run.attempts + 1})
-            work.enqueue_after_commit(run)
-            requeued += 1
-    return requeued, failed
+        lost = run_store.lock_lost_runs(work.session, datetime.now(UTC), BATCH)
+        outcomes = [transitions.reclaim_lost(work, run, runtime.settings.max_run_attempts) for run in lost]
+    return outcomes.count("requeued"), outcomes.count("failed")
 
 
 def reenqueue_waiting_runs(runtime: Runtime) -> int:
     """Enqueue again the ``queued`` runs that have waited too long; returns how many messages were sent."""
     cutoff = datetime.now(UTC) - runtime.settings.requeue_after
     with runtime.db.transaction() as session:
-        waiting = session.execute(
-            select(Run.id, Run.queue_generation)
-            .where(Run.state == "queued", Run.updated_at < cutoff)
-            .order_by(Run.updated_at)
-            .limit(BATCH * 5)
-        ).all()
+        waiting = run_store.waiting_too_long(session, cutoff, BATCH * 5)
     sent = 0
     for run_id, generation in waiting:
         try:

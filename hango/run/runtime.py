@@ -67,6 +67,11 @@ class Work:
         self.events.append(event)
         return event
 
+    def discard_after_commit(self) -> None:
+        """Forget the events and enqueues gathered so far (their writes were rolled back to a savepoint)."""
+        self.events.clear()
+        self.enqueues.clear()
+
     def enqueue_after_commit(self, run: Run) -> None:
         """Enqueue the run's current queued generation once the transaction has committed."""
         self.enqueues.append((run.id, run.queue_generation))

@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from hango.agent.messages import Message, text_block
 from hango.agents import snapshot
 from hango.auth import Principal
-from hango.errors import Conflict, InvalidInput
-from hango.models import TERMINAL_RUN_STATES, Run
+from hango.errors import InvalidInput
 from hango.models import Message as MessageRow
+from hango.models import Run
 from hango.pagination import Page, PageRequest
+from hango.run import transitions
 from hango.run.events import Event
 from hango.run.runtime import Runtime, unit_of_work
 from hango.store import agents as agent_store
-from hango.store import approvals as approval_store
 from hango.store import events as event_store
 from hango.store import messages as message_store
 from hango.store import runs as run_store
 from hango.store.messages import insert_message, message_json
-
-CANCELLABLE = ("queued", "running", "awaiting_approval")
 
 
 def input_messages(text: str | None, messages: list[dict[str, Any]] | None) -> list[Message]:
@@ -71,16 +68,7 @@ def create_run(runtime: Runtime, principal: Principal, agent_id: uuid.UUID, mess
 def cancel_run(runtime: Runtime, principal: Principal, run_id: uuid.UUID) -> Run:
     """Cancel a run that has not finished; a running loop notices at its next step."""
     with unit_of_work(runtime) as work:
-        run = run_store.get_run(work.session, principal, run_id, for_update=True)
-        if run.state in TERMINAL_RUN_STATES or run.state not in CANCELLABLE:
-            raise Conflict(f"run {run.id} is already {run.state}")
-        now = datetime.now(UTC)
-        # A suspended run's approvals leave the queue with it, without being reported as expiries.
-        approval_store.close_pending(work.session, run, "cancelled")
-        run.state, run.finished_at, run.updated_at, run.awaiting_since = "cancelled", now, now, None
-        run.lease_owner, run.lease_expires_at = None, None
-        work.emit(run, "run.finished", {"state": "cancelled", "error": None})
-    return run
+        return transitions.cancel(work, run_store.get_run(work.session, principal, run_id, for_update=True))
 
 
 def get_run(runtime: Runtime, principal: Principal, run_id: uuid.UUID) -> Run:

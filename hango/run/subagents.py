@@ -35,8 +35,9 @@ from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome
 from hango.agent.tools.base import ToolError, ToolLimits
 from hango.agent.tools.task import GENERAL_PURPOSE, RUNNER_KEY
 from hango.models import PendingApproval, Run, SubagentCall
-from hango.run.persistence import Lease, RunPersistence, locked_active_run, write_messages
+from hango.run.persistence import RunPersistence, locked_active_run, write_messages
 from hango.run.runtime import Runtime, unit_of_work
+from hango.run.transitions import Lease
 from hango.store import approvals as approval_store
 from hango.store.messages import loop_history, tool_call_ids
 from hango.telemetry import tracer

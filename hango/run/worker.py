@@ -9,25 +9,22 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Literal
 
 from opentelemetry.trace import SpanContext
-from sqlalchemy import func, select, update
 
 from hango.agent.loop import RunStopped
-from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, dump_state, load_private
+from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, dump_state
 from hango.errors import HangoError
 from hango.logs import run_logging
 from hango.models import PendingApproval, Run
-from hango.run.persistence import Lease, locked_active_run
+from hango.run import transitions
 from hango.run.runtime import Runtime, unit_of_work
 from hango.run.subagents import Loops, LoopSpec
-from hango.store import approvals as approval_store
+from hango.run.transitions import Lease
 
 log = logging.getLogger(__name__)
 Execution = Literal["skipped", "finished", "stopped", "suspended"]
-SUSPENDED_AT = "suspended_at"
 
 
 def worker_identity() -> str:
@@ -37,28 +34,8 @@ def worker_identity() -> str:
 
 def claim_run(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Run | None:
     """Move the run ``queued → running`` under a fresh lease; ``None`` when it is not queued (a duplicate)."""
-    lease = runtime.settings.run_lease
     with unit_of_work(runtime) as work:
-        run = work.session.scalar(select(Run).where(Run.id == run_id, Run.state == "queued").with_for_update())
-        if run is None:
-            return None
-        now = datetime.now(UTC)
-        run.state = "running"
-        run.lease_owner = owner
-        run.lease_expires_at = now + lease
-        run.started_at = run.started_at or now
-        run.updated_at = now
-        private = load_private(run.state_json)
-        suspended_at = private.pop(SUSPENDED_AT, None)
-        if suspended_at is None:
-            run.trace_context = None
-            work.emit(run, "run.started", {"attempt": run.attempts + 1})
-        else:
-            run.state_json = {**run.state_json, "private": private}
-            waited = round((now - datetime.fromisoformat(suspended_at)).total_seconds(), 3)
-            run.trace_context = {**(run.trace_context or {}), "suspension_seconds": waited}
-            work.emit(run, "run.resumed", {"suspension_seconds": waited})
-    return run
+        return transitions.claim(work, run_id, owner, runtime.settings.run_lease)
 
 
 def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -> Execution:
@@ -88,7 +65,7 @@ def _execute(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Execution:
         except Exception as exc:  # the worker boundary: record why the run failed, then keep serving
             outcome, state = unexpected_failure(exc, run.id), None
     if isinstance(outcome, AwaitingApproval) and state is not None:
-        return _suspend(runtime, lease, outcome, state, loops.span_context)
+        return _suspend(runtime, lease, _approvals(run, state, outcome), state, loops.span_context)
     return _finish(runtime, lease, outcome)
 
 
@@ -109,39 +86,37 @@ def unexpected_failure(exc: Exception, run_id: uuid.UUID) -> Failed:
     return Failed(f"internal error (see the worker log, reference {reference})")
 
 
+def _approvals(run: Run, state: LoopState, outcome: AwaitingApproval) -> list[PendingApproval]:
+    """The pending approvals of a suspended batch, ids chosen here so its events can name them."""
+    return [
+        PendingApproval(
+            id=uuid.uuid4(),
+            tenant_id=run.tenant_id,
+            run_id=run.id,
+            turn=state.turn,
+            tool_call_id=pending.call.id,
+            tool_name=pending.call.name,
+            arguments=pending.call.input,
+            allowed_decisions=list(pending.allowed_decisions),
+            subagent_call_id=pending.subagent_call_id,
+        )
+        for pending in outcome.pending
+    ]
+
+
 def _suspend(
-    runtime: Runtime, lease: Lease, outcome: AwaitingApproval, state: LoopState, span: SpanContext | None
+    runtime: Runtime, lease: Lease, rows: list[PendingApproval], state: LoopState, span: SpanContext | None
 ) -> Execution:
     """Persist the batch's pending approvals, the state and the ``awaiting_approval`` transition in one transaction."""
+    # What the resumed trace links back to.
+    context = (
+        {"trace_id": format(span.trace_id, "032x"), "span_id": format(span.span_id, "016x")}
+        if span is not None and span.is_valid
+        else None
+    )
     try:
         with unit_of_work(runtime) as work:
-            run = locked_active_run(work.session, lease)
-            now = datetime.now(UTC)
-            rows = [
-                PendingApproval(
-                    id=uuid.uuid4(),
-                    tenant_id=run.tenant_id,
-                    run_id=run.id,
-                    turn=run.turn,
-                    tool_call_id=pending.call.id,
-                    tool_name=pending.call.name,
-                    arguments=pending.call.input,
-                    allowed_decisions=list(pending.allowed_decisions),
-                    subagent_call_id=pending.subagent_call_id,
-                )
-                for pending in outcome.pending
-            ]
-            work.session.add_all(rows)
-            work.session.flush()
-            run.state_json = dump_state(state) | {"private": {**state.private, SUSPENDED_AT: now.isoformat()}}
-            run.state, run.awaiting_since, run.updated_at = "awaiting_approval", now, now
-            if span is not None and span.is_valid:
-                # What the resumed trace links back to.
-                run.trace_context = {"trace_id": format(span.trace_id, "032x"), "span_id": format(span.span_id, "016x")}
-            run.lease_owner, run.lease_expires_at = None, None
-            for row in rows:
-                work.emit(run, "approval.requested", approval_store.requested_event(row))
-            work.emit(run, "run.awaiting_approval", {"pending": [str(row.id) for row in rows]})
+            transitions.suspend(work, lease, rows, dump_state(state), context)
     except RunStopped:
         return "stopped"
     for row in rows:
@@ -160,14 +135,11 @@ def _suspend(
 def _finish(runtime: Runtime, lease: Lease, outcome: Outcome) -> Execution:
     if isinstance(outcome, Cancelled | AwaitingApproval):
         return "stopped"
-    state, error = ("succeeded", None) if isinstance(outcome, Done) else ("failed", outcome.error)
+    state: Literal["succeeded", "failed"] = "succeeded" if isinstance(outcome, Done) else "failed"
+    error = outcome.error if isinstance(outcome, Failed) else None
     try:
         with unit_of_work(runtime) as work:
-            run = locked_active_run(work.session, lease)
-            now = datetime.now(UTC)
-            run.state, run.error, run.finished_at, run.updated_at = state, error, now, now
-            run.lease_owner, run.lease_expires_at = None, None
-            work.emit(run, "run.finished", {"state": state, "error": error})
+            transitions.finish(work, lease, state, error)
     except RunStopped:
         return "stopped"
     log.info("run finished", extra={"run_id": str(lease.run_id), "state": state, "error": error})
@@ -200,10 +172,4 @@ def _heartbeat(runtime: Runtime, lease: Lease, stop: threading.Event) -> Iterato
 
 def _extend_lease(runtime: Runtime, lease: Lease) -> bool:
     with runtime.db.transaction() as session:
-        extended = session.execute(
-            update(Run)
-            .where(Run.id == lease.run_id, Run.state == "running", Run.lease_owner == lease.owner)
-            .values(lease_expires_at=func.now() + runtime.settings.run_lease)
-            .returning(Run.id)
-        ).first()
-    return extended is not None
+        return transitions.extend_lease(session, lease, runtime.settings.run_lease)

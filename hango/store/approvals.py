@@ -135,3 +135,20 @@ def stale_runs(session: Session, older_than: datetime, limit: int) -> Sequence[u
         .limit(limit)
     )
     return list(session.scalars(statement))
+
+
+def insert_pending(session: Session, rows: Sequence[PendingApproval]) -> None:
+    """Store a suspended batch's approvals (their ids are set by the caller, so events can name them)."""
+    session.add_all(rows)
+    session.flush()
+
+
+def has_stale(session: Session, run: Run, older_than: datetime) -> bool:
+    """Whether the run has a pending approval created before ``older_than``."""
+    statement = select(PendingApproval.id).where(
+        PendingApproval.tenant_id == run.tenant_id,
+        PendingApproval.run_id == run.id,
+        PendingApproval.state == "pending",
+        PendingApproval.created_at < older_than,
+    )
+    return session.execute(statement.limit(1)).first() is not None

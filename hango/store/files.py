@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import ColumnElement, delete, func, select
 from sqlalchemy.orm import Session
 
 from hango.agent.deadline import shielded_call
+from hango.agent.files import FileInfo, StorageUse
 from hango.agent.paths import is_agent_path, normalize_path
 from hango.auth import Principal
 from hango.errors import NotFound
@@ -18,26 +18,10 @@ from hango.store.agents import get_agent
 from hango.store.runs import get_run
 
 
-@dataclass(frozen=True)
-class FileInfo:
-    """A file's path, size in UTF-8 bytes and last change."""
-
-    path: str
-    size: int
-    updated_at: datetime
-
-
-@dataclass(frozen=True)
-class StorageUse:
-    """What the owner of a path stores, in UTF-8 bytes of paths and contents: all its files, and the file at that
-    path (0 if none)."""
-
-    owner_bytes: int
-    file_bytes: int
-
-
-class FileSystem:
+class SqlFileSystem:
     """One run's view of the filesystem inside a transaction: its scratch files plus its agent's files.
+
+    The :class:`~hango.agent.files.FileSystem` of the agent core, on the ``files`` table.
 
     Paths are normalised here; ``/memories/…`` and ``/skills/…`` resolve to the agent, everything else to the run.
     Every method runs shielded from a tool call's deadline timer, which must never interrupt SQLAlchemy in the

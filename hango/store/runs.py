@@ -1,15 +1,19 @@
-"""Runs, and the visibility rule every run-scoped read goes through."""
+"""Runs: the visibility rule every run-scoped read goes through, and the statements behind the run state machine
+(:mod:`hango.run.transitions` is their only caller that changes a run's state)."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection, Mapping
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session
 
 from hango.auth import Principal
 from hango.errors import NotFound
-from hango.models import Run
+from hango.models import Run, RunState
 from hango.pagination import Page, PageRequest, paginate
 
 
@@ -38,3 +42,58 @@ def list_runs(session: Session, principal: Principal, page: PageRequest, state: 
     if state is not None:
         statement = statement.where(Run.state == state)
     return paginate(session, statement, [Run.created_at, Run.id], page, descending=True)
+
+
+def move(
+    session: Session,
+    run_id: uuid.UUID,
+    source: Collection[RunState],
+    values: Mapping[str, Any],
+    *,
+    owner: str | None = None,
+    lease_expired_before: datetime | None = None,
+) -> Run | None:
+    """Change a run's row in one conditional ``UPDATE … RETURNING``: only while it is in ``source`` (and, given an
+    ``owner``, under that worker's lease). ``None`` when the guard did not hold; the loaded row is refreshed."""
+    statement = update(Run).where(Run.id == run_id, Run.state.in_(source))
+    if owner is not None:
+        statement = statement.where(Run.lease_owner == owner)
+    if lease_expired_before is not None:
+        statement = statement.where(Run.lease_expires_at < lease_expired_before)
+    returning = statement.values(**values).returning(Run)
+    options = {"synchronize_session": False, "populate_existing": True}
+    return session.scalars(returning, execution_options=options).one_or_none()
+
+
+def lock_run(session: Session, run_id: uuid.UUID) -> Run | None:
+    """The run row, locked for this transaction (any tenant: the worker and beat tasks act for the system)."""
+    return session.scalar(select(Run).where(Run.id == run_id).with_for_update())
+
+
+def lock_lost_runs(session: Session, now: datetime, limit: int) -> list[Run]:
+    """``running`` runs whose lease ended before ``now``, oldest lease first, skipping rows others hold."""
+    statement = (
+        select(Run)
+        .where(Run.state == "running", Run.lease_expires_at < now)
+        .order_by(Run.lease_expires_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return list(session.scalars(statement))
+
+
+def waiting_too_long(session: Session, updated_before: datetime, limit: int) -> list[tuple[uuid.UUID, int]]:
+    """``(id, queue_generation)`` of ``queued`` runs untouched since ``updated_before``, longest waiting first."""
+    statement = (
+        select(Run.id, Run.queue_generation)
+        .where(Run.state == "queued", Run.updated_at < updated_before)
+        .order_by(Run.updated_at)
+        .limit(limit)
+    )
+    return [(row.id, row.queue_generation) for row in session.execute(statement)]
+
+
+def lease_of(session: Session, run_id: uuid.UUID) -> tuple[RunState, str | None] | None:
+    """A run's state and lease owner, unlocked: the loop's cheap check between steps."""
+    row = session.execute(select(Run.state, Run.lease_owner).where(Run.id == run_id)).one_or_none()
+    return None if row is None else (row.state, row.lease_owner)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -179,3 +181,31 @@ def test_a_run_that_keeps_losing_workers_fails_with_a_reason(
         wait_until(lambda: _run(db, run.id).state == "failed", timeout=30)
     assert _run(db, run.id).error == "the worker running this run was lost 1 times"
     assert _events(db, run.id)[-1] == ("run.finished", {"state": "failed", "error": _run(db, run.id).error})
+
+
+def test_a_killed_workers_run_runs_again_within_its_lease_and_one_reconcile_pass(
+    client: FlaskClient, tenant: TenantFixture, db: Database, isolated: tuple[Settings, Runtime]
+) -> None:
+    # The bound is the settings' own (lease + one reconciler period), plus the time a waiting worker takes to pick
+    # a message up; the defaults keep that sum under 20 s (tests/unit/test_config.py).
+    settings, runtime = isolated
+    settings = settings.replace(run_lease=timedelta(seconds=4), reconcile_interval=timedelta(seconds=1))
+    agent_id = uuid.UUID(
+        create_agent(client, tenant.owner, [{"tool_calls": [{"name": "sleep", "args": {"seconds": 30}}]}])
+    )
+    run = service.create_run(runtime, _owner(tenant), agent_id, [user_message("go")])
+    with worker(settings, concurrency=1, beat=False, name="killed") as killed:
+        wait_until(lambda: _started(db, run.id, "sleep"), timeout=30)
+        first_owner = _run(db, run.id).lease_owner
+        with worker(settings, concurrency=1, beat=True, name="standby"):
+            time.sleep(1)  # the standby is consuming before the kill, so its start-up is not counted
+            os.killpg(killed.pid, signal.SIGKILL)
+            killed_at = time.monotonic()
+            wait_until(
+                lambda: _run(db, run.id).state == "running" and _run(db, run.id).lease_owner != first_owner,
+                timeout=30,
+            )
+            elapsed = time.monotonic() - killed_at
+    bound = (settings.run_lease + settings.reconcile_interval).total_seconds() + 3
+    assert elapsed <= bound, f"the run ran again {elapsed:.1f}s after the kill; the settings promise {bound:.0f}s"
+    assert ("run.started", {"attempt": 2}) in _events(db, run.id)

@@ -1,4 +1,4 @@
-"""In-memory doubles of the loop's persistence and services, for unit tests of the agent core."""
+"""In-memory doubles of the loop's persistence, its services and its filesystem, for unit tests of the agent core."""
 
 from __future__ import annotations
 
@@ -6,24 +6,96 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Literal
 
+from hango.agent.files import FileInfo, StorageUse
 from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
+from hango.agent.paths import is_agent_path, normalize_path
 from hango.agent.state import LoopState
 
 
-class MemoryFiles:
-    """A dict standing in for the filesystem view."""
+@dataclass
+class _Stored:
+    content: str
+    updated_at: datetime
 
-    def __init__(self) -> None:
-        self.data: dict[str, str] = {}
+
+# A file's owner, as the ``files`` table records it: the tenant, then the agent or the run.
+_Owner = tuple[uuid.UUID, Literal["agent", "run"], uuid.UUID]
+
+
+@dataclass
+class FileTable:
+    """The ``files`` table in memory, shared by the views of every tenant, agent and run."""
+
+    rows: dict[tuple[_Owner, str], _Stored] = field(default_factory=dict)
+
+    def view(self, tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID) -> MemoryFiles:
+        """One run's view of this table."""
+        return MemoryFiles(tenant_id, agent_id, run_id, self)
+
+
+@dataclass
+class MemoryFiles:
+    """One run's view of a :class:`FileTable`: the in-memory :class:`~hango.agent.files.FileSystem`.
+
+    It behaves as :class:`hango.store.files.SqlFileSystem` does (tests/integration/test_file_system_contract.py runs
+    the same cases on both): normalised paths, ``/memories/`` and ``/skills/`` owned by the agent and every other
+    path by the run, listings sorted by path, and sizes in UTF-8 bytes of paths and contents. Like the database
+    driver, it refuses a content holding a NUL character (:class:`ValueError`) or a lone surrogate
+    (:class:`UnicodeEncodeError`).
+    """
+
+    tenant_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    agent_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    run_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    table: FileTable = field(default_factory=FileTable)
+
+    def _owner(self, path: str) -> _Owner:
+        if is_agent_path(path):
+            return self.tenant_id, "agent", self.agent_id
+        return self.tenant_id, "run", self.run_id
+
+    def _visible(self, owner: _Owner) -> bool:
+        return owner in {(self.tenant_id, "agent", self.agent_id), (self.tenant_id, "run", self.run_id)}
 
     def read(self, path: str, *, for_update: bool = False) -> str | None:
-        return self.data.get(path)
+        """The file's content, or ``None``; ``for_update`` has nothing to lock here."""
+        path = normalize_path(path)
+        stored = self.table.rows.get((self._owner(path), path))
+        return None if stored is None else stored.content
 
     def write(self, path: str, content: str) -> None:
-        self.data[path] = content
+        """Create or replace a file."""
+        path = normalize_path(path)
+        if "\x00" in content:
+            raise ValueError("A string literal cannot contain NUL (0x00) characters.")
+        content.encode("utf-8")  # like the driver, refuse what UTF-8 cannot encode (a lone surrogate)
+        self.table.rows[self._owner(path), path] = _Stored(content, datetime.now(UTC))
+
+    def list_files(self, prefix: str = "/") -> list[FileInfo]:
+        """Every visible file whose path starts with ``prefix``, sorted by path."""
+        prefix = normalize_path(prefix)
+        found = [
+            FileInfo(path, _size(stored.content), stored.updated_at)
+            for (owner, path), stored in self.table.rows.items()
+            if self._visible(owner) and path.startswith(prefix)
+        ]
+        return sorted(found, key=lambda info: info.path)
+
+    def storage(self, path: str) -> StorageUse:
+        """The bytes (paths and contents) stored by the owner of ``path`` and by the file at ``path``."""
+        path = normalize_path(path)
+        owner = self._owner(path)
+        rows = self.table.rows.items()
+        sizes = {name: _size(name) + _size(stored.content) for (of, name), stored in rows if of == owner}
+        return StorageUse(sum(sizes.values()), sizes.get(path, 0))
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
 
 
 @dataclass

@@ -1,8 +1,11 @@
+import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from hango.config import Settings, parse_duration
+from hango.config import Settings, env_name, parse_duration
 from hango.errors import ConfigError
 
 
@@ -25,6 +28,14 @@ def test_defaults_match_the_contract() -> None:
     assert settings.approval_ttl == timedelta(hours=24)
     assert settings.approval_sweep_interval == timedelta(minutes=1)
     assert settings.database_url is None
+
+
+def test_the_defaults_bring_a_killed_workers_run_back_within_20_seconds() -> None:
+    # A dead worker's run waits at most for its lease to end and for the next reconciler pass.
+    settings = Settings.from_env({})
+    assert settings.run_lease + settings.reconcile_interval < timedelta(seconds=20)
+    # Three beats may be missed (a slow database, a busy process) before the lease is lost.
+    assert settings.run_heartbeat_interval * 3 < settings.run_lease
 
 
 def test_environment_values_are_parsed() -> None:
@@ -79,3 +90,83 @@ def test_interrupts_can_be_switched_off_and_are_on_by_default(text: str, value: 
 def test_a_malformed_boolean_names_its_variable() -> None:
     with pytest.raises(ConfigError, match="HANGO_INTERRUPTS_ENABLED"):
         Settings.from_env({"HANGO_INTERRUPTS_ENABLED": "maybe"})
+
+
+def test_the_environment_is_only_the_mapping_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HANGO_QUEUE", "from-the-process")
+    assert Settings.from_env({}).queue == "hango"
+    assert Settings().queue == "hango"
+
+
+def test_empty_lowercase_and_unknown_variables_change_nothing() -> None:
+    environ = {"HANGO_APPROVAL_TTL": "", "hango_queue": "lower", "HANGO_NO_SUCH_SETTING": "1"}
+    assert Settings.from_env(environ) == Settings()
+
+
+def test_comma_lists_become_tuples() -> None:
+    assert Settings.from_env({"HANGO_TOOL_MODULES": "a.b, c,"}).tool_modules == ("a.b", "c")
+    with pytest.raises(ConfigError, match="HANGO_TOOL_MODULES: 'a-b' is not a module name"):
+        Settings.from_env({"HANGO_TOOL_MODULES": "a-b"})
+
+
+def test_the_first_malformed_setting_is_reported_in_its_parsers_words() -> None:
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"HANGO_RUN_LEASE": "soon", "HANGO_MAX_BODY_BYTES": "0"})
+    assert str(caught.value) == "HANGO_MAX_BODY_BYTES: '0' is not a whole number greater than zero"
+
+
+def test_settings_are_frozen_hashable_and_replaced_by_copies() -> None:
+    settings = Settings()
+    changed = settings.replace(queue="other", approval_ttl=timedelta(0))
+    assert (settings.queue, changed.queue, changed.approval_ttl) == ("hango", "other", timedelta(0))
+    assert changed.replace(queue="hango", approval_ttl=timedelta(hours=24)) == settings
+    assert len({settings, Settings(), changed}) == 2
+    with pytest.raises(ValidationError):
+        settings.queue = "mutated"
+
+
+def test_cross_field_checks_name_both_variables() -> None:
+    with pytest.raises(ConfigError, match="HANGO_RUN_HEARTBEAT_INTERVAL must be shorter than HANGO_RUN_LEASE"):
+        Settings.from_env({"HANGO_RUN_LEASE": "10s", "HANGO_RUN_HEARTBEAT_INTERVAL": "10s"})
+    with pytest.raises(ConfigError, match="HANGO_MAX_STREAMS_PER_PROCESS must be below HANGO_API_THREADS"):
+        Settings.from_env({"HANGO_API_THREADS": "8", "HANGO_MAX_STREAMS_PER_PROCESS": "8"})
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+# A row of the README's settings table: one or more backquoted variables, their defaults, their meaning.
+ROW = re.compile(r"^\| (?P<names>`HANGO_[^|]*) \| (?P<defaults>[^|]*) \| [^|]+ \|$")
+
+
+def _readme_defaults() -> dict[str, str]:
+    """Each variable of the README's settings table and the default its row states, as written."""
+    table: dict[str, str] = {}
+    for line in README.read_text(encoding="utf-8").splitlines():
+        row = ROW.match(line)
+        if row is None:
+            continue
+        names = re.findall(r"`(HANGO_\w+)`", row["names"])
+        defaults = row["defaults"].split(" / ")
+        if len(defaults) == 1:
+            defaults *= len(names)
+        assert len(defaults) == len(names), f"the README row does not give one default per variable: {line}"
+        table.update(zip(names, defaults, strict=True))
+    return table
+
+
+def test_the_readme_table_lists_every_setting_and_only_settings() -> None:
+    assert set(_readme_defaults()) == {env_name(field) for field in Settings.model_fields}
+
+
+@pytest.mark.parametrize("field", list(Settings.model_fields))
+def test_the_readme_default_is_the_declared_default(field: str) -> None:
+    declared = Settings.model_fields[field]
+    assert declared.description, f"{field} has no description"
+    stated = _readme_defaults().get(env_name(field))
+    assert stated is not None, f"{env_name(field)} is missing from the README's settings table"
+    literal = re.fullmatch(r"`([^`]+)`", stated)
+    if literal is not None:
+        # The README writes a default as a value of the variable would be written.
+        assert getattr(Settings.from_env({env_name(field): literal[1]}), field) == declared.default
+    elif stated.startswith(("unset", "(required")):
+        assert declared.default in (None, ())
+    # Otherwise the README describes a default computed from other settings (stream_capacity's quarter).

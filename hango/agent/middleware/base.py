@@ -8,11 +8,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from hango.agent.files import FileSystem
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult
 from hango.agent.models.base import ModelRequest
 from hango.agent.state import LoopState, Outcome
 from hango.agent.tools.base import Tool, ToolContext
-from hango.store.files import FileSystem
 
 
 class LoopServices(Protocol):

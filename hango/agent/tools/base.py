@@ -14,11 +14,11 @@ from jsonschema import Draft202012Validator
 from sqlalchemy.exc import SQLAlchemyError
 
 from hango.agent import deadline
+from hango.agent.files import FileSystem
 from hango.agent.messages import ToolCall, ToolResult
 from hango.agent.models.base import ToolSpec
 from hango.config import Settings
 from hango.errors import HangoError
-from hango.store.files import FileSystem
 
 log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "hango.tools"

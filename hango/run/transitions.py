@@ -1,0 +1,242 @@
+"""The run state machine: the one writer of ``runs.state`` and of the fields that move with it.
+
+======================  ==================================  ===============  =====================================
+transition              from → to                           made by          guard
+======================  ==================================  ===============  =====================================
+``claim``               queued → running                    worker           the run is ``queued``
+``resume``              queued → running (was suspended)    worker           the run is ``queued``
+``suspend``             running → awaiting_approval         worker           this worker's lease
+``requeue_decided``     awaiting_approval → queued          API              the row lock; every call decided
+``finish``              running → succeeded | failed        worker           this worker's lease
+``cancel``              queued | running | awaiting → cancelled   API        not finished
+``expire``              awaiting_approval → failed          beat (sweeper)   still waiting, an approval stale
+``reclaim_lost``        running → queued | failed           beat (reconciler)  the lease expired
+======================  ==================================  ===============  =====================================
+
+Each transition is one conditional ``UPDATE … RETURNING`` (:func:`hango.store.runs.move`): the guard is part of
+the statement, so two processes racing for the same transition get one winner and one ``None``, whatever the
+interleaving. The transition appends its events (and writes its rows) in the caller's unit of work, which
+publishes them after commit. Companion fields — the lease, ``awaiting_since``, ``finished_at``, ``error``,
+``queue_generation``, ``attempts`` — are written here and nowhere else; so is the lease's heartbeat.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import DateTime, Numeric, Text, case, cast, func, literal
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import Session
+
+from hango.agent.loop import RunStopped
+from hango.errors import Conflict, NotAwaitingApproval
+from hango.models import PendingApproval, Run, RunState
+from hango.run.runtime import Work
+from hango.store import approvals as approval_store
+from hango.store import runs as store
+
+QUEUED: tuple[RunState, ...] = ("queued",)
+RUNNING: tuple[RunState, ...] = ("running",)
+AWAITING: tuple[RunState, ...] = ("awaiting_approval",)
+CANCELLABLE: tuple[RunState, ...] = ("queued", "running", "awaiting_approval")
+# Where a suspension's start is kept until the run is claimed again (the loop state's private area).
+SUSPENDED_AT = ("private", "suspended_at")
+Reclaimed = Literal["requeued", "failed"]
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Which worker holds which run."""
+
+    run_id: uuid.UUID
+    owner: str
+
+
+def claim(work: Work, run_id: uuid.UUID, owner: str, lease: timedelta) -> Run | None:
+    """``claim`` or ``resume``: move a queued run to ``running`` under a fresh lease, in one statement.
+
+    A run that was suspended gets ``run.resumed`` with how long it waited (the suspension's start leaves the
+    state); any other gets ``run.started``. ``None`` when the run is not queued: a duplicate delivery.
+    """
+    now = datetime.now(UTC)
+    suspended_at = cast(Run.state_json[SUSPENDED_AT].astext, DateTime(timezone=True))
+    waited = func.round(cast(func.extract("epoch", literal(now) - suspended_at), Numeric), 3)
+    resumed_context = func.coalesce(Run.trace_context, cast(literal("{}"), JSONB)).op("||")(
+        func.jsonb_build_object("suspension_seconds", waited)
+    )
+    run = store.move(
+        work.session,
+        run_id,
+        QUEUED,
+        {
+            "state": "running",
+            "lease_owner": owner,
+            "lease_expires_at": now + lease,
+            "started_at": func.coalesce(Run.started_at, now),
+            "updated_at": now,
+            "trace_context": case((suspended_at.is_not(None), resumed_context), else_=None),
+            "state_json": Run.state_json.op("#-")(cast(literal(list(SUSPENDED_AT)), ARRAY(Text))),
+        },
+    )
+    if run is None:
+        return None
+    if run.trace_context and "suspension_seconds" in run.trace_context:
+        work.emit(run, "run.resumed", {"suspension_seconds": float(run.trace_context["suspension_seconds"])})
+    else:
+        work.emit(run, "run.started", {"attempt": run.attempts + 1})
+    return run
+
+
+def extend_lease(session: Session, lease: Lease, duration: timedelta) -> bool:
+    """The heartbeat: push this worker's lease out by ``duration``; ``False`` when the run is no longer its own."""
+    values: dict[str, Any] = {"lease_expires_at": func.now() + duration}
+    return store.move(session, lease.run_id, RUNNING, values, owner=lease.owner) is not None
+
+
+def suspend(
+    work: Work,
+    lease: Lease,
+    approvals: Sequence[PendingApproval],
+    state_json: dict[str, Any],
+    trace_context: dict[str, Any] | None,
+) -> Run:
+    """``running → awaiting_approval``: store the batch's approvals and the loop state, release the lease.
+
+    Raises:
+        RunStopped: when this worker no longer holds the run (cancelled, or reclaimed after a lost lease).
+    """
+    now = datetime.now(UTC)
+    private = {**state_json.get("private", {}), SUSPENDED_AT[1]: now.isoformat()}
+    values: dict[str, Any] = {
+        "state": "awaiting_approval",
+        "awaiting_since": now,
+        "updated_at": now,
+        "state_json": {**state_json, "private": private},
+        "lease_owner": None,
+        "lease_expires_at": None,
+    }
+    if trace_context is not None:
+        values["trace_context"] = trace_context
+    run = _held(work, lease, values)
+    approval_store.insert_pending(work.session, approvals)
+    for row in approvals:
+        work.emit(run, "approval.requested", approval_store.requested_event(row))
+    work.emit(run, "run.awaiting_approval", {"pending": [str(row.id) for row in approvals]})
+    return run
+
+
+def requeue_decided(work: Work, run: Run, decided: Sequence[PendingApproval]) -> Run:
+    """``awaiting_approval → queued`` once every pending call is decided; enqueued after commit.
+
+    Raises:
+        NotAwaitingApproval: the run left ``awaiting_approval`` meanwhile (expired, cancelled, decided).
+    """
+    now = datetime.now(UTC)
+    values: dict[str, Any] = {
+        "state": "queued",
+        "awaiting_since": None,
+        "updated_at": now,
+        "queue_generation": Run.queue_generation + 1,
+    }
+    moved = store.move(work.session, run.id, AWAITING, values)
+    if moved is None:
+        raise NotAwaitingApproval(f"run {run.id} is {run.state}, not awaiting approval")
+    for row in decided:
+        work.emit(moved, "approval.decided", approval_store.decided_event(row))
+    work.emit(moved, "run.queued", {"reason": "approvals decided"})
+    work.enqueue_after_commit(moved)
+    return moved
+
+
+def finish(work: Work, lease: Lease, state: Literal["succeeded", "failed"], error: str | None) -> Run:
+    """``running → succeeded | failed`` under this worker's lease.
+
+    Raises:
+        RunStopped: when this worker no longer holds the run.
+    """
+    now = datetime.now(UTC)
+    values: dict[str, Any] = {"state": state, "error": error, "finished_at": now, "updated_at": now}
+    run = _held(work, lease, {**values, "lease_owner": None, "lease_expires_at": None})
+    work.emit(run, "run.finished", {"state": state, "error": error})
+    return run
+
+
+def cancel(work: Work, run: Run) -> Run:
+    """``queued | running | awaiting_approval → cancelled``; a suspended run's approvals leave the queue with it.
+
+    A running loop notices at its next step (its fenced writes find the run no longer its own).
+
+    Raises:
+        Conflict: the run has already finished.
+    """
+    now = datetime.now(UTC)
+    values: dict[str, Any] = {
+        "state": "cancelled",
+        "finished_at": now,
+        "updated_at": now,
+        "awaiting_since": None,
+        "lease_owner": None,
+        "lease_expires_at": None,
+    }
+    moved = store.move(work.session, run.id, CANCELLABLE, values)
+    if moved is None:
+        raise Conflict(f"run {run.id} is already {run.state}")
+    # Closed as cancelled, not reported as expiries.
+    approval_store.close_pending(work.session, moved, "cancelled")
+    work.emit(moved, "run.finished", {"state": "cancelled", "error": None})
+    return moved
+
+
+def expire(work: Work, run: Run, error: str) -> list[PendingApproval] | None:
+    """``awaiting_approval → failed`` for an approval that outlived its deadline; returns the approvals closed.
+
+    ``None`` when the run is no longer waiting: a decision or a cancel won.
+    """
+    now = datetime.now(UTC)
+    values: dict[str, Any] = {
+        "state": "failed",
+        "error": error,
+        "finished_at": now,
+        "updated_at": now,
+        "awaiting_since": None,
+    }
+    moved = store.move(work.session, run.id, AWAITING, values)
+    if moved is None:
+        return None
+    expired = approval_store.close_pending(work.session, moved, "expired")
+    work.emit(moved, "run.finished", {"state": "failed", "error": error})
+    return expired
+
+
+def reclaim_lost(work: Work, run: Run, max_attempts: int) -> Reclaimed | None:
+    """``running → queued`` under a new generation when its worker's lease expired — or ``running → failed`` once
+    the run has lost ``max_attempts`` workers. ``None`` when the lease was renewed or the run moved meanwhile."""
+    now = datetime.now(UTC)
+    attempts = run.attempts + 1
+    released: dict[str, Any] = {"attempts": attempts, "lease_owner": None, "lease_expires_at": None, "updated_at": now}
+    if attempts >= max_attempts:
+        error = f"the worker running this run was lost {attempts} times"
+        failed = {**released, "state": "failed", "finished_at": now, "error": error}
+        moved = store.move(work.session, run.id, RUNNING, failed, lease_expired_before=now)
+        if moved is None:
+            return None
+        work.emit(moved, "run.finished", {"state": "failed", "error": error})
+        return "failed"
+    queued = {**released, "state": "queued", "queue_generation": Run.queue_generation + 1}
+    moved = store.move(work.session, run.id, RUNNING, queued, lease_expired_before=now)
+    if moved is None:
+        return None
+    work.emit(moved, "run.queued", {"reason": "worker lost", "attempt": attempts + 1})
+    work.enqueue_after_commit(moved)
+    return "requeued"
+
+
+def _held(work: Work, lease: Lease, values: dict[str, Any]) -> Run:
+    run = store.move(work.session, lease.run_id, RUNNING, values, owner=lease.owner)
+    if run is None:
+        raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
+    return run
