@@ -180,7 +180,7 @@ class Run(Base):
     agent_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), nullable=False)
     agent_snapshot: Mapped[dict[str, Any]] = mapped_column(nullable=False)
     created_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), nullable=False)
-    state: Mapped[str] = mapped_column(Text, nullable=False, server_default="queued")
+    state: Mapped[RunState] = mapped_column(Text, nullable=False, server_default="queued")
     state_json: Mapped[dict[str, Any]] = mapped_column(nullable=False, server_default=text("'{}'::jsonb"))
     turn: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
