@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -71,20 +74,77 @@ def environment(settings: Settings) -> dict[str, str]:
 
 
 @contextmanager
-def process(args: list[str], settings: Settings) -> Iterator[subprocess.Popen[bytes]]:
-    """A ``hango`` process for the duration of the block."""
+def process(args: list[str], settings: Settings, *, own_group: bool = False) -> Iterator[subprocess.Popen[bytes]]:
+    """A ``hango`` process for the duration of the block.
+
+    With ``own_group`` it leads a process group of its own, so that ``os.killpg`` reaches its pool children too
+    (a benchmark that kills a worker with SIGKILL needs that); it is stopped the same way afterwards.
+    """
     child = subprocess.Popen(
         [sys.executable, "-m", "hango", *args],
         env=environment(settings),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=own_group,
     )
     try:
         yield child
     finally:
-        child.terminate()
+        stop(child, own_group=own_group)
+
+
+def stop(child: subprocess.Popen[bytes], *, own_group: bool = False, grace: float = 30) -> None:
+    """SIGTERM, then SIGKILL if the process is still there after ``grace`` seconds (a worker busy in a long tool)."""
+    if child.poll() is not None:
+        return
+    _signal(child, signal.SIGTERM, own_group)
+    try:
+        child.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _signal(child, signal.SIGKILL, own_group)
         child.wait(timeout=30)
+
+
+def _signal(child: subprocess.Popen[bytes], number: signal.Signals, own_group: bool) -> None:
+    try:
+        if own_group:
+            os.killpg(child.pid, number)
+        else:
+            child.send_signal(number)
+    except ProcessLookupError:
+        pass
+
+
+def forget_queue(client: redis.Redis, queue: str) -> None:
+    """Delete what a benchmark's own Celery queue left in Redis: the queue, its bindings, unacknowledged messages.
+
+    A worker killed with SIGKILL leaves its message in kombu's shared ``unacked`` hash; only entries that name
+    this queue are removed, so other users of the same Redis keep theirs.
+    """
+    names = [queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}"]
+    names += [f"{queue}\x06\x16{priority}" for priority in range(10)]
+    client.delete(*names)
+    for tag, payload in client.hscan_iter("unacked"):
+        if queue.encode() in payload:
+            client.hdel("unacked", tag)
+            client.zrem("unacked_index", tag)
+
+
+def forget_runs(client: redis.Redis, run_ids: list[uuid.UUID]) -> None:
+    """Delete the enqueue deduplication keys of these runs."""
+    for run_id in run_ids:
+        keys = list(client.scan_iter(f"hango:enqueued:{run_id}:*"))
+        if keys:
+            client.delete(*keys)
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def owner(runtime: Runtime) -> Principal:
@@ -103,8 +163,15 @@ def timed(repeat: int, action: Callable[[], Any]) -> list[float]:
     return samples
 
 
+def percentile(samples: list[float], fraction: float) -> float:
+    """The sample below which ``fraction`` of the samples lie (nearest rank); the median for 0.5."""
+    if fraction == 0.5:
+        return statistics.median(samples)
+    ordered = sorted(samples)
+    return ordered[max(0, int(len(ordered) * fraction + 0.5) - 1)]
+
+
 def summary(samples: list[float]) -> str:
     """Median and spread of samples, in milliseconds."""
-    ordered = sorted(samples)
-    p90 = ordered[max(0, int(len(ordered) * 0.9) - 1)]
-    return f"median {statistics.median(ordered) * 1000:8.2f} ms   p90 {p90 * 1000:8.2f} ms   n={len(ordered)}"
+    median, p90 = percentile(samples, 0.5) * 1000, percentile(samples, 0.9) * 1000
+    return f"median {median:8.2f} ms   p90 {p90:8.2f} ms   n={len(samples)}"

@@ -10,10 +10,8 @@ from typing import Any
 
 import redis
 from redis.exceptions import RedisError
-from sqlalchemy import update
-from sqlalchemy.orm import Session
 
-from hango.models import Run, RunEvent
+from hango.models import RunEvent
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +38,6 @@ class Event:
 def channel(run_id: uuid.UUID) -> str:
     """The Redis pub/sub channel of a run's live events."""
     return f"hango:run:{run_id}:events"
-
-
-def append_event(session: Session, run: Run, type_: str, data: dict[str, Any]) -> Event:
-    """Insert the run's next event. The per-run counter is bumped with a row lock, so sequences never collide."""
-    bump = update(Run).where(Run.id == run.id).values(event_seq=Run.event_seq + 1).returning(Run.event_seq)
-    seq = session.execute(bump, execution_options={"synchronize_session": False}).scalar_one()
-    session.add(RunEvent(tenant_id=run.tenant_id, run_id=run.id, seq=seq, type=type_, data=data))
-    session.flush()
-    return Event(run.id, seq, type_, data)
 
 
 class Publisher:

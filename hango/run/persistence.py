@@ -10,13 +10,12 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -25,12 +24,13 @@ from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
 from hango.agent.state import LoopState, dump_state
 from hango.agent.tools.base import ToolTimeout
-from hango.models import Run, SubagentCall
+from hango.models import Run
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.run.transitions import Lease
 from hango.store import runs as run_store
+from hango.store import subagent_calls as subagent_store
 from hango.store.files import SqlFileSystem
-from hango.store.messages import insert_message, message_json, to_message
+from hango.store.messages import insert_messages, message_json, to_message
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +44,35 @@ def locked_active_run(session: Session, lease: Lease) -> Run:
 
 
 def write_messages(
-    work: Work, run: Run, messages: list[Message], state: LoopState, subagent_call_id: uuid.UUID | None = None
+    work: Work,
+    lease: Lease,
+    messages: list[Message],
+    state: LoopState,
+    subagent_call_id: uuid.UUID | None = None,
+    *,
+    usage: Usage | None = None,
+    events: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> list[Message]:
-    """Append messages with ``message.created`` events and store the loop state; returns them with ``seq``."""
-    stored = []
-    for message in messages:
-        row = insert_message(work.session, run, message, subagent_call_id)
-        work.emit(run, "message.created", message_json(row))
-        stored.append(to_message(row))
-    save_state(work.session, run, state, subagent_call_id)
+    """Append messages with their ``message.created`` events (after ``events``) and store the loop state.
+
+    One fenced statement reserves the messages' sequence numbers and writes the run's counters and state — and
+    raises :class:`RunStopped` when this worker no longer holds the run — then one inserts the messages.
+    """
+    values: dict[str, Any] = {"message_seq": Run.message_seq + len(messages), "updated_at": datetime.now(UTC)}
     if subagent_call_id is None:
-        run.turn += sum(1 for message in messages if message.role == "assistant")
-    run.updated_at = datetime.now(UTC)
-    return stored
+        values["state_json"] = dump_state(state)
+        values["turn"] = Run.turn + sum(1 for message in messages if message.role == "assistant")
+    if usage is not None:
+        values["input_tokens"] = Run.input_tokens + usage.input_tokens
+        values["output_tokens"] = Run.output_tokens + usage.output_tokens
+    run = run_store.advance(work.session, lease.run_id, lease.owner, values, events=len(events) + len(messages))
+    if run is None:
+        raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
+    rows = insert_messages(work.session, run, messages, subagent_call_id, run.message_seq - len(messages) + 1)
+    if subagent_call_id is not None:
+        save_state(work.session, run, state, subagent_call_id)
+    work.numbered(run, [*events, *(("message.created", message_json(row)) for row in rows)])
+    return [to_message(row) for row in rows]
 
 
 def save_state(session: Session, run: Run, state: LoopState, subagent_call_id: uuid.UUID | None) -> None:
@@ -64,12 +80,7 @@ def save_state(session: Session, run: Run, state: LoopState, subagent_call_id: u
     if subagent_call_id is None:
         run.state_json = dump_state(state)
         return
-    session.execute(
-        update(SubagentCall)
-        .where(SubagentCall.id == subagent_call_id, SubagentCall.run_id == run.id)
-        .values(state_json=dump_state(state)),
-        execution_options={"synchronize_session": False},
-    )
+    subagent_store.save_state(session, run.id, subagent_call_id, dump_state(state))
 
 
 @dataclass
@@ -98,10 +109,8 @@ class _Batch:
             return ToolResult(call.id, str(exc), is_error=True)
 
     def append(self, messages: list[Message], state: LoopState) -> list[Message]:
-        run = locked_active_run(self.work.session, self.lease)
-        for data in self.finished:
-            self.work.emit(run, "tool.finished", data)
-        return write_messages(self.work, run, messages, state, self.subagent_call_id)
+        finished = [("tool.finished", data) for data in self.finished]
+        return write_messages(self.work, self.lease, messages, state, self.subagent_call_id, events=finished)
 
 
 class RunPersistence:
@@ -129,22 +138,18 @@ class RunPersistence:
         self.extras: Mapping[str, Any] = extras or {}
 
     def check_active(self) -> None:
-        """Stop between steps when the heartbeat lost the lease or the run left ``running``."""
+        """Stop between steps once the heartbeat found the run no longer this worker's (cancelled, or reclaimed).
+
+        This reads no row: every write is fenced anyway, so a step taken after a cancel the heartbeat has not seen
+        yet stores nothing and stops at its first write.
+        """
         if self._stop.is_set():
-            raise RunStopped("the lease was lost")
-        with self._runtime.db.transaction() as session:
-            lease = run_store.lease_of(session, self.run_id)
-        if lease != ("running", self._lease.owner):
             raise RunStopped(f"run {self.run_id} is no longer running under this worker")
 
     def append(self, messages: list[Message], state: LoopState, usage: Usage | None = None) -> list[Message]:
         """Persist messages and state in one fenced transaction."""
         with unit_of_work(self._runtime) as work:
-            run = locked_active_run(work.session, self._lease)
-            if usage is not None:
-                run.input_tokens += usage.input_tokens
-                run.output_tokens += usage.output_tokens
-            return write_messages(work, run, messages, state, self.subagent_call_id)
+            return write_messages(work, self._lease, messages, state, self.subagent_call_id, usage=usage)
 
     def save_state(self, state: LoopState) -> None:
         """Store the loop's state alone (a child suspending inside its parent's batch)."""
@@ -152,10 +157,13 @@ class RunPersistence:
             save_state(work.session, locked_active_run(work.session, self._lease), state, self.subagent_call_id)
 
     def tool_started(self, call: ToolCall) -> None:
-        """Emit ``tool.started`` before the call runs."""
+        """Emit ``tool.started`` before the call runs (fenced: a run no longer this worker's stops here)."""
         with unit_of_work(self._runtime) as work:
-            run = locked_active_run(work.session, self._lease)
-            work.emit(run, "tool.started", {"tool_call_id": call.id, "tool_name": call.name})
+            values = {"updated_at": datetime.now(UTC)}
+            run = run_store.advance(work.session, self._lease.run_id, self._lease.owner, values, events=1)
+            if run is None:
+                raise RunStopped(f"run {self.run_id} is no longer running under this worker")
+            work.numbered(run, [("tool.started", {"tool_call_id": call.id, "tool_name": call.name})])
 
     @contextmanager
     def batch(self) -> Iterator[_Batch]:

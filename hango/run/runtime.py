@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +19,8 @@ from hango.config import Settings
 from hango.db import Database
 from hango.models import Run
 from hango.queue import RunQueue, make_celery
-from hango.run.events import Event, Publisher, append_event
+from hango.run.events import Event, Publisher
+from hango.store import events as event_store
 
 log = logging.getLogger(__name__)
 
@@ -55,20 +56,52 @@ class Runtime:
 
 @dataclass
 class Work:
-    """One transaction plus what must happen only after it commits: publishing events and enqueueing runs."""
+    """One transaction plus what must happen only after it commits: publishing events and enqueueing runs.
+
+    Events are written together just before the commit, in one statement, and published once the commit
+    succeeded. A writer that updates the run's row anyway numbers its events in that same statement
+    (:meth:`numbered`); others are numbered at the end (:meth:`emit`).
+    """
 
     session: Session
     events: list[Event] = field(default_factory=list)
     enqueues: list[tuple[uuid.UUID, int]] = field(default_factory=list)
+    _rows: list[dict[str, Any]] = field(default_factory=list)
+    _emitted: dict[tuple[uuid.UUID, uuid.UUID], list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
 
-    def emit(self, run: Run, type_: str, data: dict[str, Any] | None = None) -> Event:
-        """Append an event to the run's log; it is published after commit."""
-        event = append_event(self.session, run, type_, data or {})
+    def emit(self, run: Run, type_: str, data: dict[str, Any] | None = None) -> None:
+        """Append an event to the run's log, numbered when the transaction ends; published after commit."""
+        self._emitted.setdefault((run.id, run.tenant_id), []).append((type_, data or {}))
+
+    def numbered(self, run: Run, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Append events whose numbers the caller took: it raised ``runs.event_seq`` by ``len(events)`` in the
+        statement that returned ``run``, so they end at ``run.event_seq``."""
+        if (run.id, run.tenant_id) in self._emitted:
+            raise RuntimeError("events numbered after unnumbered ones of the same run would be out of order")
+        first = run.event_seq - len(events) + 1
+        for index, (type_, data) in enumerate(events):
+            self._record(Event(run.id, first + index, type_, data), run.tenant_id)
+
+    def write_events(self) -> None:
+        """Number and write the events of this transaction; :func:`unit_of_work` calls this just before commit."""
+        for (run_id, tenant_id), emitted in self._emitted.items():
+            first = event_store.reserve(self.session, run_id, len(emitted))
+            for index, (type_, data) in enumerate(emitted):
+                self._record(Event(run_id, first + index, type_, data), tenant_id)
+        self._emitted.clear()
+        event_store.insert_events(self.session, self._rows)
+        self._rows.clear()
+
+    def _record(self, event: Event, tenant_id: uuid.UUID) -> None:
         self.events.append(event)
-        return event
+        self._rows.append(
+            {"tenant_id": tenant_id, "run_id": event.run_id, "seq": event.seq, "type": event.type, "data": event.data}
+        )
 
     def discard_after_commit(self) -> None:
         """Forget the events and enqueues gathered so far (their writes were rolled back to a savepoint)."""
+        self._emitted.clear()
+        self._rows.clear()
         self.events.clear()
         self.enqueues.clear()
 
@@ -83,6 +116,7 @@ def unit_of_work(runtime: Runtime) -> Iterator[Work]:
     with runtime.db.transaction() as session:
         work = Work(session)
         yield work
+        work.write_events()
     runtime.publisher.publish(work.events)
     for run_id, generation in work.enqueues:
         try:

@@ -19,7 +19,7 @@ from hango.store import agents as agent_store
 from hango.store import events as event_store
 from hango.store import messages as message_store
 from hango.store import runs as run_store
-from hango.store.messages import insert_message, message_json
+from hango.store.messages import insert_messages, message_json
 
 
 def input_messages(text: str | None, messages: list[dict[str, Any]] | None) -> list[Message]:
@@ -54,12 +54,12 @@ def create_run(runtime: Runtime, principal: Principal, agent_id: uuid.UUID, mess
             state="queued",
             queue_generation=1,
             state_json={},
+            message_seq=len(messages),
         )
         work.session.add(run)
         work.session.flush()
         work.emit(run, "run.queued", {"reason": "created"})
-        for message in messages:
-            row = insert_message(work.session, run, message, None)
+        for row in insert_messages(work.session, run, messages, None, first_seq=1):
             work.emit(run, "message.created", message_json(row))
         work.enqueue_after_commit(run)
     return run

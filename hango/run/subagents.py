@@ -23,7 +23,7 @@ from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanContext, TraceFlags
-from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from hango.agent.loop import AgentLoop, LoopConfig, SuspendBatch
 from hango.agent.messages import Message, text_block
@@ -39,6 +39,7 @@ from hango.run.persistence import RunPersistence, locked_active_run, write_messa
 from hango.run.runtime import Runtime, unit_of_work
 from hango.run.transitions import Lease
 from hango.store import approvals as approval_store
+from hango.store import subagent_calls as subagent_store
 from hango.store.messages import loop_history, tool_call_ids
 from hango.telemetry import tracer
 
@@ -52,6 +53,26 @@ def decision_of(row: PendingApproval) -> dict[str, Any]:
         "decided_by": str(row.decided_by) if row.decided_by else None,
         "approval_id": str(row.id),
     }
+
+
+@dataclass(frozen=True)
+class StoredLoop:
+    """What resuming one loop reads, in one transaction: its history, its live decisions and its stored state."""
+
+    history: list[Message]
+    decisions: dict[str, dict[str, Any]]
+    state: dict[str, Any]
+
+    @classmethod
+    def read(cls, session: Session, run: Run, subagent_call_id: uuid.UUID | None) -> StoredLoop:
+        """The loop's stored inputs (the run's own loop reads its state from the row already loaded)."""
+        history = loop_history(session, run.id, subagent_call_id)
+        decided = approval_store.decided_unanswered(session, run, subagent_call_id)
+        if subagent_call_id is None:
+            state = dict(run.state_json or {})
+        else:
+            state = subagent_store.state_of(session, run.id, subagent_call_id)
+        return cls(history, {row.tool_call_id: decision_of(row) for row in decided}, state)
 
 
 @dataclass(frozen=True)
@@ -84,7 +105,9 @@ class LoopSpec:
 class Loops:
     """Builds and drives the loops of one claimed run: its own, and its children's, at any depth."""
 
-    def __init__(self, runtime: Runtime, run: Run, lease: Lease, stop: threading.Event) -> None:
+    def __init__(
+        self, runtime: Runtime, run: Run, lease: Lease, stop: threading.Event, call_ids: set[str] | None = None
+    ) -> None:
         self.runtime = runtime
         self.run = run
         self.lease = lease
@@ -93,19 +116,20 @@ class Loops:
         self.span_context: SpanContext | None = None
         # Every tool call id of the run, read once per execution and grown by each loop's turns: a provider that
         # repeats an id in another loop of the same run (a child reusing its parent's) still gets a fresh one.
-        self.call_ids: set[str] | None = None
+        self.call_ids = call_ids
 
-    def drive(self, spec: LoopSpec, subagent_call_id: uuid.UUID | None, depth: int) -> tuple[Outcome, LoopState]:
-        """Run (or resume) one loop from its stored history, state and decisions."""
-        with self.runtime.db.transaction() as session:
-            history = loop_history(session, self.run.id, subagent_call_id)
-            decided = approval_store.decided_unanswered(session, self.run, subagent_call_id)
-            stored = self._stored_state(session, subagent_call_id)
-            if self.call_ids is None:
-                self.call_ids = tool_call_ids(session, self.run.id)
-        state = LoopState(messages=history, private=load_private(stored))
+    def drive(
+        self, spec: LoopSpec, subagent_call_id: uuid.UUID | None, depth: int, stored: StoredLoop | None = None
+    ) -> tuple[Outcome, LoopState]:
+        """Run (or resume) one loop from its stored history, state and decisions (read here unless given)."""
+        if stored is None or self.call_ids is None:
+            with self.runtime.db.transaction() as session:
+                stored = stored or StoredLoop.read(session, self.run, subagent_call_id)
+                if self.call_ids is None:
+                    self.call_ids = tool_call_ids(session, self.run.id)
+        state = LoopState(messages=stored.history, private=load_private(stored.state))
         # Decisions go into the state before any before_run hook runs.
-        load_decisions(state, {row.tool_call_id: decision_of(row) for row in decided})
+        load_decisions(state, stored.decisions)
         runner = ChildRunner(self, spec, subagent_call_id, depth)
         port = RunPersistence(
             self.runtime,
@@ -141,12 +165,6 @@ class Loops:
         if isinstance(outcome, AwaitingApproval) and subagent_call_id is not None:
             port.save_state(state)
         return outcome, state
-
-    def _stored_state(self, session: Any, subagent_call_id: uuid.UUID | None) -> dict[str, Any]:
-        if subagent_call_id is None:
-            return dict(self.run.state_json or {})
-        stored = session.scalar(select(SubagentCall.state_json).where(SubagentCall.id == subagent_call_id))
-        return dict(stored or {})
 
 
 def outcome_name(outcome: Outcome) -> str:
@@ -238,9 +256,7 @@ class ChildRunner:
         """The child's row: the existing one when this call ran before, else a new one with its first message."""
         with unit_of_work(self._loops.runtime) as work:
             run = locked_active_run(work.session, self._loops.lease)
-            existing = work.session.scalar(
-                select(SubagentCall).where(SubagentCall.run_id == run.id, SubagentCall.tool_call_id == tool_call_id)
-            )
+            existing = subagent_store.of_tool_call(work.session, run.id, tool_call_id)
             if existing is not None:
                 return existing
             call = SubagentCall(
@@ -256,9 +272,9 @@ class ChildRunner:
             )
             work.session.add(call)
             work.session.flush()
-            work.emit(run, "subagent.started", {"subagent_call_id": str(call.id), "subagent_type": subagent_type})
+            started = ("subagent.started", {"subagent_call_id": str(call.id), "subagent_type": subagent_type})
             first = Message(role="user", content=[text_block(description)])
-            write_messages(work, run, [first], LoopState([first]), call.id)
+            write_messages(work, self._loops.lease, [first], LoopState([first]), call.id, events=[started])
         return call
 
     def _settle(self, call: SubagentCall, outcome: Outcome) -> str:
@@ -270,7 +286,7 @@ class ChildRunner:
         result = outcome.error if isinstance(outcome, Failed) else outcome.text
         with unit_of_work(self._loops.runtime) as work:
             run = locked_active_run(work.session, self._loops.lease)
-            row = work.session.get(SubagentCall, call.id, with_for_update=True)
+            row = subagent_store.lock(work.session, call.id)
             assert row is not None
             row.state, row.result, row.finished_at = ("failed" if failed else "succeeded"), result, datetime.now(UTC)
             work.emit(run, "subagent.finished", {"subagent_call_id": str(call.id), "is_error": failed})

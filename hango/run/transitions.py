@@ -81,13 +81,15 @@ def claim(work: Work, run_id: uuid.UUID, owner: str, lease: timedelta) -> Run | 
             "trace_context": case((suspended_at.is_not(None), resumed_context), else_=None),
             "state_json": Run.state_json.op("#-")(cast(literal(list(SUSPENDED_AT)), ARRAY(Text))),
         },
+        events=1,
     )
     if run is None:
         return None
     if run.trace_context and "suspension_seconds" in run.trace_context:
-        work.emit(run, "run.resumed", {"suspension_seconds": float(run.trace_context["suspension_seconds"])})
+        seconds = float(run.trace_context["suspension_seconds"])
+        work.numbered(run, [("run.resumed", {"suspension_seconds": seconds})])
     else:
-        work.emit(run, "run.started", {"attempt": run.attempts + 1})
+        work.numbered(run, [("run.started", {"attempt": run.attempts + 1})])
     return run
 
 
@@ -121,11 +123,10 @@ def suspend(
     }
     if trace_context is not None:
         values["trace_context"] = trace_context
-    run = _held(work, lease, values)
+    events = [("approval.requested", approval_store.requested_event(row)) for row in approvals]
+    events.append(("run.awaiting_approval", {"pending": [str(row.id) for row in approvals]}))
+    run = _held(work, lease, values, events)
     approval_store.insert_pending(work.session, approvals)
-    for row in approvals:
-        work.emit(run, "approval.requested", approval_store.requested_event(row))
-    work.emit(run, "run.awaiting_approval", {"pending": [str(row.id) for row in approvals]})
     return run
 
 
@@ -142,12 +143,11 @@ def requeue_decided(work: Work, run: Run, decided: Sequence[PendingApproval]) ->
         "updated_at": now,
         "queue_generation": Run.queue_generation + 1,
     }
-    moved = store.move(work.session, run.id, AWAITING, values)
+    events = [("approval.decided", approval_store.decided_event(row)) for row in decided]
+    events.append(("run.queued", {"reason": "approvals decided"}))
+    moved = _move(work, run.id, AWAITING, values, events)
     if moved is None:
         raise NotAwaitingApproval(f"run {run.id} is {run.state}, not awaiting approval")
-    for row in decided:
-        work.emit(moved, "approval.decided", approval_store.decided_event(row))
-    work.emit(moved, "run.queued", {"reason": "approvals decided"})
     work.enqueue_after_commit(moved)
     return moved
 
@@ -160,9 +160,8 @@ def finish(work: Work, lease: Lease, state: Literal["succeeded", "failed"], erro
     """
     now = datetime.now(UTC)
     values: dict[str, Any] = {"state": state, "error": error, "finished_at": now, "updated_at": now}
-    run = _held(work, lease, {**values, "lease_owner": None, "lease_expires_at": None})
-    work.emit(run, "run.finished", {"state": state, "error": error})
-    return run
+    finished = ("run.finished", {"state": state, "error": error})
+    return _held(work, lease, {**values, "lease_owner": None, "lease_expires_at": None}, [finished])
 
 
 def cancel(work: Work, run: Run) -> Run:
@@ -182,12 +181,11 @@ def cancel(work: Work, run: Run) -> Run:
         "lease_owner": None,
         "lease_expires_at": None,
     }
-    moved = store.move(work.session, run.id, CANCELLABLE, values)
+    moved = _move(work, run.id, CANCELLABLE, values, [("run.finished", {"state": "cancelled", "error": None})])
     if moved is None:
         raise Conflict(f"run {run.id} is already {run.state}")
     # Closed as cancelled, not reported as expiries.
     approval_store.close_pending(work.session, moved, "cancelled")
-    work.emit(moved, "run.finished", {"state": "cancelled", "error": None})
     return moved
 
 
@@ -204,12 +202,10 @@ def expire(work: Work, run: Run, error: str) -> list[PendingApproval] | None:
         "updated_at": now,
         "awaiting_since": None,
     }
-    moved = store.move(work.session, run.id, AWAITING, values)
+    moved = _move(work, run.id, AWAITING, values, [("run.finished", {"state": "failed", "error": error})])
     if moved is None:
         return None
-    expired = approval_store.close_pending(work.session, moved, "expired")
-    work.emit(moved, "run.finished", {"state": "failed", "error": error})
-    return expired
+    return approval_store.close_pending(work.session, moved, "expired")
 
 
 def reclaim_lost(work: Work, run: Run, max_attempts: int) -> Reclaimed | None:
@@ -221,22 +217,39 @@ def reclaim_lost(work: Work, run: Run, max_attempts: int) -> Reclaimed | None:
     if attempts >= max_attempts:
         error = f"the worker running this run was lost {attempts} times"
         failed = {**released, "state": "failed", "finished_at": now, "error": error}
-        moved = store.move(work.session, run.id, RUNNING, failed, lease_expired_before=now)
-        if moved is None:
+        finished = ("run.finished", {"state": "failed", "error": error})
+        if _move(work, run.id, RUNNING, failed, [finished], lease_expired_before=now) is None:
             return None
-        work.emit(moved, "run.finished", {"state": "failed", "error": error})
         return "failed"
     queued = {**released, "state": "queued", "queue_generation": Run.queue_generation + 1}
-    moved = store.move(work.session, run.id, RUNNING, queued, lease_expired_before=now)
+    requeued = ("run.queued", {"reason": "worker lost", "attempt": attempts + 1})
+    moved = _move(work, run.id, RUNNING, queued, [requeued], lease_expired_before=now)
     if moved is None:
         return None
-    work.emit(moved, "run.queued", {"reason": "worker lost", "attempt": attempts + 1})
     work.enqueue_after_commit(moved)
     return "requeued"
 
 
-def _held(work: Work, lease: Lease, values: dict[str, Any]) -> Run:
-    run = store.move(work.session, lease.run_id, RUNNING, values, owner=lease.owner)
+Events = list[tuple[str, dict[str, Any]]]
+
+
+def _move(
+    work: Work,
+    run_id: uuid.UUID,
+    source: tuple[RunState, ...],
+    values: dict[str, Any],
+    events: Events,
+    **guards: Any,
+) -> Run | None:
+    """The conditional update, numbering the transition's events in the same statement."""
+    run = store.move(work.session, run_id, source, values, events=len(events), **guards)
+    if run is not None:
+        work.numbered(run, events)
+    return run
+
+
+def _held(work: Work, lease: Lease, values: dict[str, Any], events: Events) -> Run:
+    run = _move(work, lease.run_id, RUNNING, values, events, owner=lease.owner)
     if run is None:
         raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
     return run

@@ -9,6 +9,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Literal
 
 from opentelemetry.trace import SpanContext
@@ -20,8 +21,9 @@ from hango.logs import run_logging
 from hango.models import PendingApproval, Run
 from hango.run import transitions
 from hango.run.runtime import Runtime, unit_of_work
-from hango.run.subagents import Loops, LoopSpec
+from hango.run.subagents import Loops, LoopSpec, StoredLoop
 from hango.run.transitions import Lease
+from hango.store.messages import tool_call_ids
 
 log = logging.getLogger(__name__)
 Execution = Literal["skipped", "finished", "stopped", "suspended"]
@@ -32,10 +34,23 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def claim_run(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Run | None:
-    """Move the run ``queued → running`` under a fresh lease; ``None`` when it is not queued (a duplicate)."""
+@dataclass(frozen=True)
+class Claimed:
+    """A run this worker now holds, with what its own loop resumes from (read in the claim's transaction)."""
+
+    run: Run
+    loop: StoredLoop
+    call_ids: set[str]
+
+
+def claim_run(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Claimed | None:
+    """Move the run ``queued → running`` under a fresh lease and read its loop's inputs, in one transaction;
+    ``None`` when it is not queued (a duplicate delivery)."""
     with unit_of_work(runtime) as work:
-        return transitions.claim(work, run_id, owner, runtime.settings.run_lease)
+        run = transitions.claim(work, run_id, owner, runtime.settings.run_lease)
+        if run is None:
+            return None
+        return Claimed(run, StoredLoop.read(work.session, run, None), tool_call_ids(work.session, run.id))
 
 
 def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -> Execution:
@@ -48,17 +63,18 @@ def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -
 
 
 def _execute(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Execution:
-    run = claim_run(runtime, run_id, owner)
-    if run is None:
+    claimed = claim_run(runtime, run_id, owner)
+    if claimed is None:
         log.info("run not claimable; skipping", extra={"run_id": str(run_id)})
         return "skipped"
+    run = claimed.run
     lease = Lease(run.id, owner)
     stop = threading.Event()
     log.info("run claimed", extra={"run_id": str(run.id), "tenant_id": str(run.tenant_id)})
-    loops = Loops(runtime, run, lease, stop)
+    loops = Loops(runtime, run, lease, stop, claimed.call_ids)
     with _heartbeat(runtime, lease, stop):
         try:
-            outcome, state = loops.drive(LoopSpec.of_agent(run.agent_snapshot), None, depth=0)
+            outcome, state = loops.drive(LoopSpec.of_agent(run.agent_snapshot), None, 0, claimed.loop)
         except RunStopped:
             log.info("run stopped (cancelled or lease lost)", extra={"run_id": str(run.id)})
             return "stopped"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from hango.auth import Principal
@@ -28,3 +30,19 @@ def events_of(session: Session, run: Run, after_seq: int, limit: int) -> list[Ru
         .limit(limit)
     )
     return list(session.scalars(statement))
+
+
+def reserve(session: Session, run_id: uuid.UUID, count: int) -> int:
+    """Take the run's next ``count`` event numbers under its row lock; returns the first.
+
+    Concurrent writers queue on the lock, so their sequences never collide and each one's numbers are contiguous.
+    """
+    bump = update(Run).where(Run.id == run_id).values(event_seq=Run.event_seq + count).returning(Run.event_seq)
+    last: int = session.execute(bump, execution_options={"synchronize_session": False}).scalar_one()
+    return last - count + 1
+
+
+def insert_events(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert numbered events (``tenant_id``, ``run_id``, ``seq``, ``type``, ``data``) in one statement."""
+    if rows:
+        session.execute(insert(RunEvent), list(rows))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from hango.agent.messages import Message
@@ -33,31 +34,42 @@ def to_message(row: MessageRow) -> Message:
     return Message(role=role, content=list(row.content), seq=row.seq, subagent_call_id=call_id)
 
 
-def insert_message(session: Session, run: Run, message: Message, subagent_call_id: uuid.UUID | None) -> MessageRow:
-    """Append a message with the run's next sequence number (a row-locked counter, so concurrent writers queue)."""
-    bump = update(Run).where(Run.id == run.id).values(message_seq=Run.message_seq + 1).returning(Run.message_seq)
-    seq = session.execute(bump, execution_options={"synchronize_session": False}).scalar_one()
-    row = MessageRow(
-        tenant_id=run.tenant_id,
-        run_id=run.id,
-        seq=seq,
-        role=message.role,
-        content=message.content,
-        subagent_call_id=subagent_call_id,
-    )
-    session.add(row)
+def insert_messages(
+    session: Session, run: Run, messages: Sequence[Message], subagent_call_id: uuid.UUID | None, first_seq: int
+) -> list[MessageRow]:
+    """Insert messages numbered from ``first_seq`` (a range the caller reserved on the run's counter) at once."""
+    rows = [
+        MessageRow(
+            tenant_id=run.tenant_id,
+            run_id=run.id,
+            seq=first_seq + index,
+            role=message.role,
+            content=message.content,
+            subagent_call_id=subagent_call_id,
+        )
+        for index, message in enumerate(messages)
+    ]
+    session.add_all(rows)
     session.flush()
-    return row
+    return rows
 
 
 def loop_history(session: Session, run_id: uuid.UUID, subagent_call_id: uuid.UUID | None) -> list[Message]:
-    """One loop's messages in order: the run's own (``subagent_call_id`` null) or one child's."""
-    statement = select(MessageRow).where(MessageRow.run_id == run_id)
+    """One loop's messages in order: the run's own (``subagent_call_id`` null) or one child's.
+
+    One query over plain columns (no ORM objects are built), straight into the loop's messages.
+    """
+    columns = (MessageRow.seq, MessageRow.role, MessageRow.content)
+    statement = select(*columns).where(MessageRow.run_id == run_id)
     if subagent_call_id is None:
         statement = statement.where(MessageRow.subagent_call_id.is_(None))
     else:
         statement = statement.where(MessageRow.subagent_call_id == subagent_call_id)
-    return [to_message(row) for row in session.scalars(statement.order_by(MessageRow.seq))]
+    child = str(subagent_call_id) if subagent_call_id else None
+    return [
+        Message(role=role, content=list(content), seq=seq, subagent_call_id=child)
+        for seq, role, content in session.execute(statement.order_by(MessageRow.seq))
+    ]
 
 
 def tool_call_ids(session: Session, run_id: uuid.UUID) -> set[str]:

@@ -52,9 +52,15 @@ def move(
     *,
     owner: str | None = None,
     lease_expired_before: datetime | None = None,
+    events: int = 0,
 ) -> Run | None:
     """Change a run's row in one conditional ``UPDATE … RETURNING``: only while it is in ``source`` (and, given an
-    ``owner``, under that worker's lease). ``None`` when the guard did not hold; the loaded row is refreshed."""
+    ``owner``, under that worker's lease). ``None`` when the guard did not hold; the loaded row is refreshed.
+
+    ``events`` takes that many event numbers in the same statement; they end at the returned ``event_seq``.
+    """
+    if events:
+        values = {**values, "event_seq": Run.event_seq + events}
     statement = update(Run).where(Run.id == run_id, Run.state.in_(source))
     if owner is not None:
         statement = statement.where(Run.lease_owner == owner)
@@ -63,6 +69,15 @@ def move(
     returning = statement.values(**values).returning(Run)
     options = {"synchronize_session": False, "populate_existing": True}
     return session.scalars(returning, execution_options=options).one_or_none()
+
+
+def advance(
+    session: Session, run_id: uuid.UUID, owner: str, values: Mapping[str, Any], *, events: int = 0
+) -> Run | None:
+    """Write a running run's counters and loop state under this worker's lease, in one fenced statement (the
+    run's state is not among ``values``: that is a transition's); ``None`` when the lease is no longer held."""
+    running: tuple[RunState, ...] = ("running",)
+    return move(session, run_id, running, values, owner=owner, events=events)
 
 
 def lock_run(session: Session, run_id: uuid.UUID) -> Run | None:
@@ -91,9 +106,3 @@ def waiting_too_long(session: Session, updated_before: datetime, limit: int) -> 
         .limit(limit)
     )
     return [(row.id, row.queue_generation) for row in session.execute(statement)]
-
-
-def lease_of(session: Session, run_id: uuid.UUID) -> tuple[RunState, str | None] | None:
-    """A run's state and lease owner, unlocked: the loop's cheap check between steps."""
-    row = session.execute(select(Run.state, Run.lease_owner).where(Run.id == run_id)).one_or_none()
-    return None if row is None else (row.state, row.lease_owner)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from hango.auth import Principal
@@ -24,3 +25,33 @@ def get_subagent_call(session: Session, principal: Principal, call_id: uuid.UUID
     if call is None:
         raise NotFound(f"subagent call {call_id} not found")
     return call
+
+
+def state_of(session: Session, run_id: uuid.UUID, call_id: uuid.UUID) -> dict[str, Any]:
+    """A child loop's stored state (empty before its first save)."""
+    stored = session.scalar(
+        select(SubagentCall.state_json).where(SubagentCall.id == call_id, SubagentCall.run_id == run_id)
+    )
+    return dict(stored or {})
+
+
+def of_tool_call(session: Session, run_id: uuid.UUID, tool_call_id: str) -> SubagentCall | None:
+    """The child a ``task`` call of the run started, if it started one."""
+    return session.scalar(
+        select(SubagentCall).where(SubagentCall.run_id == run_id, SubagentCall.tool_call_id == tool_call_id)
+    )
+
+
+def save_state(session: Session, run_id: uuid.UUID, call_id: uuid.UUID, state_json: dict[str, Any]) -> None:
+    """Store a child loop's state in its row."""
+    session.execute(
+        update(SubagentCall)
+        .where(SubagentCall.id == call_id, SubagentCall.run_id == run_id)
+        .values(state_json=state_json),
+        execution_options={"synchronize_session": False},
+    )
+
+
+def lock(session: Session, call_id: uuid.UUID) -> SubagentCall | None:
+    """A child's row, locked for this transaction."""
+    return session.get(SubagentCall, call_id, with_for_update=True)

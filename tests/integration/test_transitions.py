@@ -10,12 +10,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from sqlalchemy import select, text, update
+from sqlalchemy import select, text
 
 from hango.agent.loop import RunStopped
 from hango.agent.messages import user_message
@@ -27,6 +27,7 @@ from hango.models import PendingApproval, Run, RunEvent
 from hango.run import service, transitions
 from hango.run.runtime import Runtime, unit_of_work
 from hango.run.transitions import Lease
+from hango.store import runs as run_store
 from tests.integration.conftest import TenantFixture, create_agent
 from tests.support.processes import wait_until
 
@@ -75,9 +76,12 @@ def _awaiting(runtime: Runtime, tenant: TenantFixture, agent_id: uuid.UUID) -> R
 
 
 @contextmanager
-def _row_locked(db: Database, run_id: uuid.UUID) -> Iterator[None]:
+def _row_locked(db: Database, run_id: uuid.UUID, prepare: str | None = None) -> Iterator[None]:
+    """Hold the run's row lock; ``prepare`` changes the row under that lock, committed as the contenders go."""
     with db.engine.connect() as connection, connection.begin():
         connection.execute(text("SELECT id FROM runs WHERE id = :id FOR UPDATE"), {"id": run_id})
+        if prepare:
+            connection.execute(text(prepare), {"id": run_id})
         yield
 
 
@@ -91,7 +95,9 @@ def _waiting_on_locks(db: Database) -> int:
         ).scalar_one()
 
 
-def _race(db: Database, run_id: uuid.UUID, contenders: list[Callable[[], Any]]) -> list[Any]:
+def _race(
+    db: Database, run_id: uuid.UUID, contenders: list[Callable[[], Any]], prepare: str | None = None
+) -> list[Any]:
     """Every contender's outcome — its return value or the exception it raised — with the overlap forced."""
 
     def outcome(contender: Callable[[], Any]) -> Any:
@@ -101,7 +107,7 @@ def _race(db: Database, run_id: uuid.UUID, contenders: list[Callable[[], Any]]) 
             return exc
 
     with ThreadPoolExecutor(len(contenders)) as pool:
-        with _row_locked(db, run_id):
+        with _row_locked(db, run_id, prepare):
             futures = [pool.submit(outcome, contender) for contender in contenders]
             wait_until(lambda: _waiting_on_locks(db) == len(contenders), timeout=20, interval=0.01)
         return [future.result(timeout=30) for future in futures]
@@ -197,19 +203,22 @@ def test_a_heartbeat_racing_the_reclaim_of_its_expired_lease_has_one_winner(
     outcomes = set()
     for _ in range(ROUNDS):
         run = _running(runtime, tenant, agent_id)
-        with db.transaction() as session:
-            expired = datetime.now(UTC) - timedelta(seconds=1)
-            session.execute(update(Run).where(Run.id == run.id).values(lease_expires_at=expired))
-            stale = session.get(Run, run.id)
-            assert stale is not None
-            session.expunge(stale)
 
         def beat(r: Run = run) -> bool:
             with db.transaction() as session:
                 return transitions.extend_lease(session, Lease(r.id, "w1"), LEASE)
 
-        reclaim = _in_work(runtime, lambda work, r=stale: transitions.reclaim_lost(work, r, max_attempts=3))
-        extended, reclaimed = _race(db, run.id, [beat, reclaim])
+        def reclaim_locked(work: Any, r: Run = run) -> Any:
+            # As the reconciler does: lock the row, then try the transition.
+            locked = run_store.lock_run(work.session, r.id)
+            assert locked is not None
+            return transitions.reclaim_lost(work, locked, max_attempts=3)
+
+        reclaim = _in_work(runtime, reclaim_locked)
+        # The lease ends under the lock, so no reconciler (the session worker's shares this database) can take the
+        # run before the two contenders do.
+        expire = "UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE id = :id"
+        extended, reclaimed = _race(db, run.id, [beat, reclaim], prepare=expire)
         assert extended != (reclaimed == "requeued"), (extended, reclaimed)
         final = _run(db, run.id)
         if extended:

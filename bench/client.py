@@ -1,0 +1,166 @@
+"""What the benchmarks use to talk to hango as a user does: HTTP with a bearer token, and an SSE reader.
+
+Each thread keeps one keep-alive connection to the server, so a figure does not include a TCP handshake per
+request (gunicorn's threaded workers keep connections open, and so does any real client library).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from celery import Celery
+
+from bench.common import timed
+from hango.config import Settings
+from hango.queue import PING_TASK
+
+TIMEOUT = 60
+
+
+@dataclass
+class Client:
+    """One person's HTTP client of a ``hango api`` server."""
+
+    port: int
+    token: str
+    _local: threading.local = field(default_factory=threading.local, repr=False)
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """Send a request on this thread's connection; the status and the decoded JSON body."""
+        headers = {"Authorization": f"Bearer {self.token}"}
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        connection = self._connection()
+        try:
+            connection.request(method, path, body=payload, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+        except (http.client.HTTPException, OSError):
+            self._local.connection = None
+            connection.close()
+            raise
+        return response.status, json.loads(data) if data else None
+
+    def post(self, path: str, body: Any) -> Any:
+        """POST JSON; the decoded answer, or an error naming the status."""
+        status, answer = self.request("POST", path, body)
+        if status >= 300:
+            raise RuntimeError(f"POST {path}: {status} {answer}")
+        return answer
+
+    def get(self, path: str) -> Any:
+        """GET; the decoded answer, or an error naming the status."""
+        status, answer = self.request("GET", path)
+        if status >= 300:
+            raise RuntimeError(f"GET {path}: {status} {answer}")
+        return answer
+
+    def _connection(self) -> http.client.HTTPConnection:
+        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=TIMEOUT)
+            self._local.connection = connection
+        return connection
+
+
+def wait_ready(port: int) -> None:
+    """Return once the API answers ``/readyz``."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError("the API did not become ready")
+
+
+@dataclass
+class EventReader:
+    """An SSE client of one run's events that stamps the wall clock at which each event type first arrived."""
+
+    seen: dict[str, float] = field(default_factory=dict)
+    paused: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+
+    def follow(self, client: Client, run_id: str) -> None:
+        """Read the stream until ``run.finished`` (run this in a thread)."""
+        connection = http.client.HTTPConnection("127.0.0.1", client.port, timeout=TIMEOUT)
+        try:
+            connection.request("GET", f"/v1/runs/{run_id}/events", headers={"Authorization": f"Bearer {client.token}"})
+            for raw in connection.getresponse():
+                line = raw.decode()
+                if not line.startswith("event: "):
+                    continue
+                kind = line[len("event: ") :].strip()
+                self.seen.setdefault(kind, time.time())
+                if kind == "run.awaiting_approval":
+                    self.paused.set()
+                if kind == "run.finished":
+                    break
+        finally:
+            self.finished.set()
+            connection.close()
+
+
+@contextmanager
+def reading(client: Client, run_id: str) -> Iterator[EventReader]:
+    """An :class:`EventReader` following the run in a background thread for the duration of the block."""
+    reader = EventReader()
+    thread = threading.Thread(target=reader.follow, args=(client, run_id), daemon=True)
+    thread.start()
+    try:
+        yield reader
+    finally:
+        thread.join(TIMEOUT)
+
+
+def redis_publish_latency(client: redis.Redis, channel: str, count: int) -> list[float]:
+    """Seconds from a bare Redis PUBLISH to the subscriber's receipt, ``count`` times."""
+    pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+    pubsub.subscribe(channel)
+    try:
+        samples = []
+        for _ in range(count):
+            started = time.perf_counter()
+            client.publish(channel, "x")
+            while pubsub.get_message(timeout=5) is None:
+                pass
+            samples.append(time.perf_counter() - started)
+        return samples
+    finally:
+        pubsub.close()
+
+
+def celery_round_trips(celery: Celery, client: redis.Redis, settings: Settings, reply: str, count: int) -> list[float]:
+    """Seconds of ``count`` bare Celery round trips: publish a no-op task, the worker pushes to a list, pop it."""
+
+    def ping() -> None:
+        celery.send_task(PING_TASK, args=[reply], queue=settings.queue)
+        if client.blpop([reply], timeout=30) is None:
+            raise TimeoutError("no worker answered the ping")
+
+    timed(5, ping)  # warm the worker's pool children and the connections
+    return timed(count, ping)
+
+
+def celery_throughput(celery: Celery, client: redis.Redis, settings: Settings, reply: str, count: int) -> float:
+    """No-op tasks per second: publish ``count`` pings at once, and wait for every answer."""
+    started = time.perf_counter()
+    for _ in range(count):
+        celery.send_task(PING_TASK, args=[reply], queue=settings.queue)
+    for _ in range(count):
+        if client.blpop([reply], timeout=60) is None:
+            raise TimeoutError("the workers stopped answering pings")
+    return count / (time.perf_counter() - started)
