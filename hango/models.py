@@ -14,6 +14,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     DateTime,
+    FetchedValue,
     ForeignKey,
     Identity,
     Index,
@@ -333,7 +334,11 @@ class PendingApproval(Base):
         UniqueConstraint("run_id", "tool_call_id"),
         CheckConstraint(_in("state", APPROVAL_STATES), name="state"),
         CheckConstraint(_in("decision", ("", *DECISIONS)), name="decision"),
-        Index(None, "tenant_id", "state", "created_at"),
+        # The queue's keyset orders, for an owner or admin (the tenant's) and a member (their own runs').
+        Index(None, "tenant_id", "state", "created_at", "id"),
+        Index(None, "tenant_id", "created_at", "id"),
+        Index(None, "tenant_id", "run_creator", "state", "created_at", "id"),
+        Index(None, "tenant_id", "run_creator", "created_at", "id"),
         Index(None, "tenant_id", "run_id"),
         Index(None, "state", "created_at"),
     )
@@ -344,6 +349,8 @@ class PendingApproval(Base):
     turn: Mapped[int] = mapped_column(Integer, nullable=False)
     tool_call_id: Mapped[str] = mapped_column(Text, nullable=False)
     tool_name: Mapped[str] = mapped_column(Text, nullable=False)
+    # The run's creator, copied by a trigger on insert (migration 0003): what a member's queue filters on.
+    run_creator: Mapped[uuid.UUID] = mapped_column(nullable=False, server_default=FetchedValue())
     arguments: Mapped[dict[str, Any]] = mapped_column(nullable=False)
     allowed_decisions: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False)
     subagent_call_id: Mapped[uuid.UUID | None] = mapped_column(

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from hango.auth import Principal
 from hango.models import PendingApproval, Run
 from hango.pagination import Page, PageRequest, paginate
-from hango.store.runs import get_run, visible_to
+from hango.store.runs import get_run
 
 
 def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
@@ -77,11 +77,10 @@ def list_for_run(
 
 def list_for_tenant(session: Session, principal: Principal, state: str, page: PageRequest) -> Page[PendingApproval]:
     """The tenant's approval queue, oldest first; a member sees the approvals of their own runs only."""
-    statement = (
-        select(PendingApproval)
-        .join(Run, Run.id == PendingApproval.run_id)
-        .where(PendingApproval.tenant_id == principal.tenant_id, visible_to(principal))
-    )
+    statement = select(PendingApproval).where(PendingApproval.tenant_id == principal.tenant_id)
+    if not principal.is_manager:
+        # The same rule as runs.visible_to, on the creator copied into each approval: an index range, no join.
+        statement = statement.where(PendingApproval.run_creator == principal.user_id)
     return paginate(session, _filtered(statement, state), [PendingApproval.created_at, PendingApproval.id], page)
 
 
