@@ -1,7 +1,8 @@
 """What the benchmarks use to talk to hango as a user does: HTTP with a bearer token, and an SSE reader.
 
 Each thread keeps one keep-alive connection to the server, so a figure does not include a TCP handshake per
-request (gunicorn's threaded workers keep connections open, and so does any real client library).
+request (gunicorn's threaded workers keep connections open, and so does any real client library). gunicorn closes a
+connection idle for its ``keepalive`` (2 s by default), so one idle for longer than :data:`IDLE` is replaced first.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from hango.config import Settings
 from hango.queue import PING_TASK
 
 TIMEOUT = 60
+IDLE = 1.0
 
 
 @dataclass
@@ -68,9 +70,14 @@ class Client:
 
     def _connection(self) -> http.client.HTTPConnection:
         connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+        now = time.monotonic()
+        if connection is not None and now - self._local.used > IDLE:
+            connection.close()
+            connection = None
         if connection is None:
             connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=TIMEOUT)
             self._local.connection = connection
+        self._local.used = now
         return connection
 
 

@@ -131,12 +131,11 @@ def forget_queue(client: redis.Redis, queue: str) -> None:
             client.zrem("unacked_index", tag)
 
 
-def forget_runs(client: redis.Redis, run_ids: list[uuid.UUID]) -> None:
-    """Delete the enqueue deduplication keys of these runs."""
-    for run_id in run_ids:
-        keys = list(client.scan_iter(f"hango:enqueued:{run_id}:*"))
-        if keys:
-            client.delete(*keys)
+def forget_runs(client: redis.Redis, runs: list[tuple[uuid.UUID, int]]) -> None:
+    """Delete the enqueue deduplication keys of these ``(run id, queue generation)`` pairs, every generation."""
+    keys = [f"hango:enqueued:{run_id}:{generation}" for run_id, last in runs for generation in range(1, last + 1)]
+    for start in range(0, len(keys), 1000):
+        client.delete(*keys[start : start + 1000])
 
 
 def free_port() -> int:

@@ -180,9 +180,11 @@ def main() -> None:
         for name, figure in FIGURES.items():
             if args.only and name not in args.only:
                 continue
+            began = time.monotonic()
             for row in figure(bench, floors):
                 rows.append(row)
                 print(row.markdown(), flush=True)
+            print(f"({name}: {time.monotonic() - began:.0f} s)", flush=True)
     print(f"\nAll figures ({'quick' if args.quick else 'full'} run, {time.monotonic() - started:.0f} s):\n")
     print(HEADER)
     for row in rows:
@@ -208,8 +210,11 @@ def system(url: str, rounds: Rounds) -> Iterator[Bench]:
             yield Bench(settings, runtime, Client(port, created.token), principal, database, rounds, url)
     finally:
         with engine.connect() as database:
-            run_ids = list(database.execute(text("SELECT id FROM runs")).scalars())
-        forget_runs(runtime.redis, run_ids)
+            enqueued = [
+                (row.id, row.queue_generation)
+                for row in database.execute(text("SELECT id, queue_generation FROM runs"))
+            ]
+        forget_runs(runtime.redis, enqueued)
         forget_queue(runtime.redis, settings.queue)
         engine.dispose()
         runtime.db.engine.dispose()
@@ -366,9 +371,9 @@ QUEUE_AGENT = "queue-bench"
 
 def tenant_queue(bench: Bench, floors: Floors) -> list[Row]:
     """First page of GET /v1/approvals, as the owner and as a member, at 1k pending approvals and at 1M (or 100k)."""
-    owner, member, tenant_id = _queue_tenants(bench)
-    small = _page_latencies(bench, owner, member, 1, 1000, tenant_id)
-    large = _page_latencies(bench, owner, member, 1001, bench.rounds.approvals, tenant_id)
+    queue = _queue_tenants(bench)
+    small = _page_latencies(bench, queue, 1, 1000)
+    large = _page_latencies(bench, queue, 1001, bench.rounds.approvals)
     total = f"{bench.rounds.approvals:,}"
     rows = []
     for who in ("owner", "member"):
@@ -387,10 +392,20 @@ def tenant_queue(bench: Bench, floors: Floors) -> list[Row]:
     return rows
 
 
-def _queue_tenants(bench: Bench) -> tuple[Client, Client, uuid.UUID]:
+@dataclass(frozen=True)
+class QueueTenant:
+    """The tenant whose queue is read, and its two readers."""
+
+    tenant_id: uuid.UUID
+    member_id: uuid.UUID
+    owner: Client
+    member: Client
+
+
+def _queue_tenants(bench: Bench) -> QueueTenant:
     """The measured tenant (an owner and a member with tokens) and 99 others, each with one agent and 100 runs.
 
-    One run in ten of the measured tenant is the member's, so the member sees a tenth of the tenant's queue.
+    One run in ten of the measured tenant is the member's, so the member sees about a tenth of the tenant's queue.
     """
     measured = tenancy.create_tenant(bench.runtime.db, "queue", f"queue-{uuid.uuid4().hex[:6]}@example.com")
     principal = Principal(measured.tenant_id, measured.user_id, "owner")
@@ -424,12 +439,12 @@ def _queue_tenants(bench: Bench) -> tuple[Client, Client, uuid.UUID]:
         },
     )
     port = bench.owner.port
-    return Client(port, measured.token), Client(port, member.token), measured.tenant_id
+    return QueueTenant(
+        measured.tenant_id, member.membership.user_id, Client(port, measured.token), Client(port, member.token)
+    )
 
 
-def _page_latencies(
-    bench: Bench, owner: Client, member: Client, first: int, last: int, tenant_id: uuid.UUID
-) -> dict[str, list[float]]:
+def _page_latencies(bench: Bench, queue: QueueTenant, first: int, last: int) -> dict[str, list[float]]:
     """Add approvals numbered ``first`` to ``last`` in one statement, then time the first page as owner and member.
 
     Approval ``g`` belongs to run ``g mod 10,000`` of the 100 tenants' runs: every tenant holds 1 % of the table.
@@ -438,7 +453,8 @@ def _page_latencies(
     started = time.perf_counter()
     bench.database.execute(
         text(
-            "WITH numbered AS (SELECT r.id, r.tenant_id, row_number() OVER (ORDER BY r.id) - 1 AS n "
+            "WITH numbered AS (SELECT r.id, r.tenant_id, dense_rank() OVER (ORDER BY r.tenant_id) - 1 AS tenant, "
+            "row_number() OVER (PARTITION BY r.tenant_id ORDER BY r.id) - 1 AS run "
             "FROM runs r JOIN agents a ON a.id = r.agent_id WHERE a.name = :name) "
             "INSERT INTO pending_approvals (id, tenant_id, run_id, turn, tool_call_id, tool_name, arguments, "
             "allowed_decisions, state, created_at) "
@@ -446,23 +462,26 @@ def _page_latencies(
             "jsonb_build_object('file_path', '/memories/x', 'content', 'remember ' || g), "
             "ARRAY['approve', 'edit', 'reject', 'respond'], 'pending', now() - (:last - g) * interval '50 ms' "
             "FROM generate_series(CAST(:first AS int), CAST(:last AS int)) g "
-            "JOIN numbered r ON r.n = g % :runs"
+            "JOIN numbered r ON r.tenant = g % :tenants AND r.run = (g / :tenants) % :runs"
         ),
-        {"name": QUEUE_AGENT, "first": first, "last": last, "runs": QUEUE_TENANTS * QUEUE_RUNS_PER_TENANT},
+        {"name": QUEUE_AGENT, "first": first, "last": last, "tenants": QUEUE_TENANTS, "runs": QUEUE_RUNS_PER_TENANT},
     )
     bench.database.execute(text("ANALYZE pending_approvals, runs"))
-    mine = bench.database.execute(
-        text("SELECT count(*) FROM pending_approvals WHERE tenant_id = :tenant AND state = 'pending'"),
-        {"tenant": tenant_id},
-    ).scalar_one()
+    tenant, members = bench.database.execute(
+        text(
+            "SELECT count(*), count(*) FILTER (WHERE r.created_by = :member) FROM pending_approvals p "
+            "JOIN runs r ON r.id = p.run_id WHERE p.tenant_id = :tenant AND p.state = 'pending'"
+        ),
+        {"tenant": queue.tenant_id, "member": queue.member_id},
+    ).one()
     print(
         f"queue: {last:,} pending approvals in the table ({last - first + 1:,} inserted in "
-        f"{time.perf_counter() - started:.1f} s, then ANALYZE); the measured tenant holds {mine:,}, "
-        f"its member's runs a tenth of those",
+        f"{time.perf_counter() - started:.1f} s, then ANALYZE), 1 % per tenant of {QUEUE_TENANTS}: the measured "
+        f"tenant holds {tenant:,}, its member's runs {members:,}",
         flush=True,
     )
     latencies: dict[str, list[float]] = {}
-    for who, client in (("owner", owner), ("member", member)):
+    for who, client in (("owner", queue.owner), ("member", queue.member)):
         samples = []
         for _ in range(bench.rounds.latency + 3):
             began = time.perf_counter()
