@@ -535,8 +535,7 @@ def _kill_once(runtime: Runtime, principal: Principal) -> float:
     try:
         with process(["worker", "--concurrency", "1"], settings, own_group=True) as doomed:
             run = service.create_run(runtime, principal, agent_id, [user_message("go")])
-            if runtime.redis.blpop([key], timeout=120) is None:
-                raise TimeoutError("the nap never started")
+            _wait_stamp(runtime, key)
             first_owner = _lease(runtime, run.id)[1]
             with process(["worker", "--concurrency", "1", "--beat"], settings, own_group=True):
                 _wait_consuming(runtime)
@@ -554,6 +553,14 @@ def _kill_once(runtime: Runtime, principal: Principal) -> float:
     finally:
         runtime.redis.delete(key, wake_key(key))
     return elapsed
+
+
+def _wait_stamp(runtime: Runtime, key: str) -> None:
+    # Short pops: the runtime's Redis client has a socket timeout shorter than a worker's start-up.
+    deadline = time.monotonic() + 120
+    while runtime.redis.blpop([key], timeout=1) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the nap never started")
 
 
 def _nap_agent(runtime: Runtime, principal: Principal, key: str) -> uuid.UUID:

@@ -18,17 +18,9 @@ from typing import Protocol
 
 from hango.agent.files import FileSystem
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage, unique_call_ids
-from hango.agent.middleware.base import (
-    Chain,
-    LoopScope,
-    LoopServices,
-    ModelCall,
-    PendingCall,
-    Phase,
-    ToolCallRequest,
-)
+from hango.agent.middleware.base import Chain, LoopScope, LoopServices, ModelCall, ToolCallRequest
 from hango.agent.models.base import Model, ModelError, ModelRequest, ToolSpec
-from hango.agent.state import SUSPENDED_BATCH, AwaitingApproval, Done, Failed, LoopState, Outcome
+from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome, PendingCall
 from hango.agent.tools.base import DEFAULT_LIMITS, ToolContext, ToolLimits, ToolRegistry, ToolSignal, execute
 from hango.errors import HangoError
 
@@ -187,16 +179,15 @@ class AgentLoop:
     def run_batch(self, scope: LoopScope, calls: Sequence[ToolCall]) -> Outcome | None:
         """Run one batch through the tool chain and persist its results together; ``None`` to keep looping.
 
-        The batch is planned first; if any call needs a human, the loop suspends before a single call ran.
+        The batch is reviewed first (:meth:`Chain.review`); if any call needs a human, the loop suspends before a
+        single call ran.
         """
         self._port.check_active()
         with self._port.batch() as batch:
-            for call in calls:
-                self._chain.tool_call(self._request(scope, call, batch.files, "plan"), self._execute)
-            if scope.pending:
-                pending = list(scope.pending)
-                scope.pending.clear()
-                return self._suspend(scope, calls, pending)
+            reviewed = [self._chain.review(self._request(scope, call, batch.files)) for call in calls]
+            held = [pending for pending in reviewed if pending is not None]
+            if held:
+                return self._suspend(scope, calls, held)
             results: dict[str, ToolResult] = {}
             waiting: list[PendingCall] = []
             # Delegating calls (children) run first: if one suspends, no other call of the batch has run.
@@ -209,7 +200,7 @@ class AgentLoop:
                     waiting.extend(suspended.pending)
             if waiting:
                 return self._suspend(scope, calls, waiting)
-            scope.state.private.pop(SUSPENDED_BATCH, None)
+            scope.state.suspended_batch = []
             blocks = [results[call.id].block() for call in calls]
             [message] = batch.append([Message(role="tool", content=blocks)], scope.state)
         scope.state.messages.append(message)
@@ -218,9 +209,8 @@ class AgentLoop:
     @staticmethod
     def _suspend(scope: LoopScope, calls: Sequence[ToolCall], pending: list[PendingCall]) -> AwaitingApproval:
         # The whole batch waits; the state remembers it so that repair leaves it alone on resume.
-        batch = [call.id for call in calls]
-        scope.state.private[SUSPENDED_BATCH] = batch
-        return AwaitingApproval(pending=tuple(pending), batch=tuple(batch))
+        scope.state.suspended_batch = [call.id for call in calls]
+        return AwaitingApproval(pending=tuple(pending), batch=tuple(scope.state.suspended_batch))
 
     def _delegates(self, call: ToolCall) -> bool:
         tool = self._tools.get(call.name)
@@ -233,9 +223,7 @@ class AgentLoop:
         batch.tool_finished(call, result)
         return result
 
-    def _request(
-        self, scope: LoopScope, call: ToolCall, files: FileSystem, phase: Phase = "execute"
-    ) -> ToolCallRequest:
+    def _request(self, scope: LoopScope, call: ToolCall, files: FileSystem) -> ToolCallRequest:
         services = self._services
         context = ToolContext(
             tenant_id=services.tenant_id,
@@ -247,15 +235,12 @@ class AgentLoop:
             extras=services.extras,
             limits=self._limits,
         )
-        return ToolCallRequest(call, self._tools.get(call.name), context, scope, phase)
+        return ToolCallRequest(call, self._tools.get(call.name), context, scope)
 
     @staticmethod
     def _execute(request: ToolCallRequest) -> ToolResult:
         if request.tool is None:
             return ToolResult(request.call.id, f"unknown tool {request.call.name!r}", is_error=True)
-        if request.phase == "plan":
-            errors = request.tool.argument_errors(request.call.input)
-            return ToolResult(request.call.id, "invalid arguments" if errors else "", is_error=bool(errors))
         return execute(request.tool, request.context, request.call)
 
     def _flush(self, scope: LoopScope) -> None:

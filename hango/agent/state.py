@@ -1,33 +1,53 @@
-"""The loop's state, its persisted form (with a schema version) and its outcomes."""
+"""The loop's typed state, its persisted form (with a schema version) and its outcomes."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from hango.agent.messages import Message
+from hango.agent.messages import Message, ToolCall
 from hango.errors import HangoError
 
 STATE_VERSION = 1
-# The calls of a batch held back by a suspension, kept in the private area until the batch finally runs. The
-# repair middleware leaves them alone: they are not dangling, they are waiting (or about to run, once decided).
-SUSPENDED_BATCH = "suspended_batch"
+# The persisted layout (``runs.state_json`` / ``subagent_calls.state_json``), unchanged since version 1 so runs
+# stored by an earlier release resume: ``{"version": 1, "private": {"suspended_batch": [...], "suspended_at": ...}}``.
+_BATCH_KEY = "suspended_batch"
+_SUSPENDED_AT_KEY = "suspended_at"
 
 
 class StateVersionError(HangoError):
     """The persisted state was written by a newer hango that this worker cannot resume safely."""
 
 
+@dataclass(frozen=True)
+class Decision:
+    """A human's decision on one suspended call, as the human-in-the-loop middleware applies it."""
+
+    kind: str  # approve, edit, reject or respond
+    approval_id: str
+    args: dict[str, Any] | None = None
+    message: str = ""
+    decided_by: str | None = None
+
+
 @dataclass
 class LoopState:
-    """What a loop knows between steps: its persisted history and the middlewares' private area.
+    """What a loop knows between steps.
 
-    ``private`` is persisted with the run (``runs.state_json``); middlewares keep their resumable data there
-    under their own keys.
+    - ``messages``: its persisted history;
+    - ``suspended_batch``: the ids of the batch held back by a suspension, kept until the batch finally runs (the
+      repair middleware leaves these calls alone: they are not dangling, they are waiting or about to run);
+    - ``decisions``: the human decisions loaded for this execution, by tool call id (read from the approvals on
+      every resume, consumed as each call runs; never persisted with the state);
+    - ``suspended_at``: when the loop last suspended (the claim that resumes it reads and clears it).
     """
 
     messages: list[Message]
-    private: dict[str, Any] = field(default_factory=dict)
+    suspended_batch: list[str] = field(default_factory=list)
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    suspended_at: datetime | None = None
 
     @property
     def turn(self) -> int:
@@ -44,20 +64,30 @@ class LoopState:
 
 def dump_state(state: LoopState) -> dict[str, Any]:
     """The JSON stored in ``state_json``."""
-    return {"version": STATE_VERSION, "private": state.private}
+    private: dict[str, Any] = {}
+    if state.suspended_batch:
+        private[_BATCH_KEY] = list(state.suspended_batch)
+    if state.suspended_at is not None:
+        private[_SUSPENDED_AT_KEY] = state.suspended_at.isoformat()
+    return {"version": STATE_VERSION, "private": private}
 
 
-def load_private(stored: dict[str, Any] | None) -> dict[str, Any]:
-    """The private area of a stored state; refuses states from a newer schema clearly."""
+def load_state(stored: dict[str, Any] | None, messages: list[Message]) -> LoopState:
+    """A loop's state from its stored JSON and history; refuses states from a newer schema clearly."""
     if not stored:
-        return {}
+        return LoopState(messages)
     version = stored.get("version", STATE_VERSION)
     if not isinstance(version, int) or version > STATE_VERSION:
         raise StateVersionError(
             f"run state has schema version {version}; this worker understands up to {STATE_VERSION}"
         )
     private = stored.get("private") or {}
-    return dict(private)
+    suspended_at = private.get(_SUSPENDED_AT_KEY)
+    return LoopState(
+        messages,
+        suspended_batch=[str(call_id) for call_id in private.get(_BATCH_KEY) or []],
+        suspended_at=datetime.fromisoformat(suspended_at) if suspended_at else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -80,10 +110,19 @@ class Cancelled:
 
 
 @dataclass(frozen=True)
+class PendingCall:
+    """A call that must wait for a human, with the decisions a human may take and the child loop it belongs to."""
+
+    call: ToolCall
+    allowed_decisions: tuple[str, ...]
+    subagent_call_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
 class AwaitingApproval:
     """A tool batch is suspended until a human decides the calls in ``pending``; nothing of the batch ran."""
 
-    pending: tuple[Any, ...]
+    pending: tuple[PendingCall, ...]
     batch: tuple[str, ...]
 
 

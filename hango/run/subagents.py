@@ -27,11 +27,10 @@ from sqlalchemy.orm import Session
 
 from hango.agent.loop import AgentLoop, LoopConfig, SuspendBatch
 from hango.agent.messages import Message, text_block
-from hango.agent.middleware.base import PendingCall
 from hango.agent.middleware.hitl import load_decisions, require_decisions_applied
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.factory import build_model
-from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome, load_private
+from hango.agent.state import AwaitingApproval, Decision, Done, Failed, LoopState, Outcome, PendingCall, load_state
 from hango.agent.tools.base import ToolError, ToolLimits
 from hango.agent.tools.task import GENERAL_PURPOSE, RUNNER_KEY
 from hango.models import PendingApproval, Run, SubagentCall
@@ -44,15 +43,15 @@ from hango.store.messages import loop_history, tool_call_ids
 from hango.telemetry import tracer
 
 
-def decision_of(row: PendingApproval) -> dict[str, Any]:
+def decision_of(row: PendingApproval) -> Decision:
     """The decision of an approval row, as the HITL middleware applies it."""
-    return {
-        "decision": row.decision,
-        "args": row.decision_args,
-        "message": row.decision_message,
-        "decided_by": str(row.decided_by) if row.decided_by else None,
-        "approval_id": str(row.id),
-    }
+    return Decision(
+        kind=row.decision,
+        approval_id=str(row.id),
+        args=row.decision_args,
+        message=row.decision_message,
+        decided_by=str(row.decided_by) if row.decided_by else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ class StoredLoop:
     """What resuming one loop reads, in one transaction: its history, its live decisions and its stored state."""
 
     history: list[Message]
-    decisions: dict[str, dict[str, Any]]
+    decisions: dict[str, Decision]
     state: dict[str, Any]
 
     @classmethod
@@ -127,7 +126,7 @@ class Loops:
                 stored = stored or StoredLoop.read(session, self.run, subagent_call_id)
                 if self.call_ids is None:
                     self.call_ids = tool_call_ids(session, self.run.id)
-        state = LoopState(messages=stored.history, private=load_private(stored.state))
+        state = load_state(stored.state, stored.history)
         # Decisions go into the state before any before_run hook runs.
         load_decisions(state, stored.decisions)
         runner = ChildRunner(self, spec, subagent_call_id, depth)

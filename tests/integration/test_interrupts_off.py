@@ -18,9 +18,9 @@ from flask.testing import FlaskClient
 
 from hango import approvals
 from hango.agent.messages import user_message
-from hango.agent.middleware.hitl import DECISIONS_KEY, UnappliedDecisions, require_decisions_applied
+from hango.agent.middleware.hitl import UnappliedDecisions, require_decisions_applied
 from hango.agent.middleware.stack import default_chain
-from hango.agent.state import LoopState
+from hango.agent.state import Decision, LoopState
 from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
@@ -89,7 +89,7 @@ def test_a_run_resumed_with_interrupts_off_applies_its_stored_decisions(
 
 
 def test_a_loop_with_decisions_refuses_a_chain_without_the_human_in_the_loop_slot() -> None:
-    state = LoopState(messages=[], private={DECISIONS_KEY: {"first": {"decision": "reject", "message": "no"}}})
+    state = LoopState(messages=[], decisions={"first": Decision("reject", str(uuid.uuid4()), message="no")})
     require_decisions_applied(default_chain(["count"], interrupts=False), state)
     with pytest.raises(UnappliedDecisions, match="HANGO_INTERRUPTS_ENABLED"):
         require_decisions_applied(default_chain(["count"], overrides={"human_in_the_loop": None}), state)

@@ -1,4 +1,5 @@
-"""The human-in-the-loop middleware on its own: how each decision is applied when a batch is re-driven."""
+"""The human-in-the-loop middleware on its own: which calls its review holds, and how each decision is applied
+when a batch is re-driven."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 
 from hango.agent.interrupts import InterruptRule
 from hango.agent.messages import Message, ToolCall, ToolResult, tool_use_block
-from hango.agent.middleware.base import LoopScope, Phase, ToolCallRequest
-from hango.agent.middleware.hitl import DECISIONS_KEY, HumanInTheLoop, rejection_text
-from hango.agent.state import LoopState
+from hango.agent.middleware.base import LoopScope, ToolCallRequest
+from hango.agent.middleware.hitl import HumanInTheLoop, rejection_text
+from hango.agent.state import Decision, LoopState, PendingCall
 from hango.agent.tools.base import Tool, ToolContext
 from hango.models import DECISIONS
 from tests.unit.fakes import MemoryFiles, MemoryPort
@@ -40,19 +41,22 @@ class Innermost:
         return ToolResult(request.call.id, f"ran with {json.dumps(request.call.input, sort_keys=True)}")
 
 
-def _request(decision: dict[str, Any] | None, phase: Phase = "execute") -> ToolCallRequest:
+def _decision(kind: str, args: dict[str, Any] | None = None, message: str = "") -> Decision:
+    return Decision(kind, str(uuid.uuid4()), args, message, "u")
+
+
+def _request(decision: Decision | None) -> ToolCallRequest:
     call = ToolCall("w", "write_file", dict(ORIGINAL))
-    private = {DECISIONS_KEY: {"w": decision}} if decision is not None else {}
-    state = LoopState([Message("assistant", [tool_use_block(call)])], private)
+    state = LoopState([Message("assistant", [tool_use_block(call)])])
+    if decision is not None:
+        state.decisions = {"w": decision}
     scope = LoopScope(MemoryPort(), state, [])
     context = ToolContext(uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), call.id, MemoryFiles())  # type: ignore[arg-type]
-    return ToolCallRequest(call, WRITE, context, scope, phase)
+    return ToolCallRequest(call, WRITE, context, scope)
 
 
-def _apply(
-    decision: dict[str, Any] | None, rule: InterruptRule = SCOPED, phase: Phase = "execute"
-) -> tuple[ToolResult, ToolCallRequest, Innermost]:
-    request, innermost = _request(decision, phase), Innermost()
+def _apply(decision: Decision | None, rule: InterruptRule = SCOPED) -> tuple[ToolResult, ToolCallRequest, Innermost]:
+    request, innermost = _request(decision), Innermost()
     result = HumanInTheLoop({"write_file": rule}).wrap_tool_call(request, innermost)
     return result, request, innermost
 
@@ -63,23 +67,22 @@ def _model_input(request: ToolCallRequest) -> Any:
 
 
 def test_approve_runs_the_original_call_once_and_consumes_the_decision() -> None:
-    result, request, innermost = _apply({"decision": "approve", "decided_by": "u"})
+    result, request, innermost = _apply(_decision("approve"))
     assert [r.call.input for r in innermost.requests] == [ORIGINAL]
     assert result == ToolResult("w", f"ran with {json.dumps(ORIGINAL, sort_keys=True)}")
-    assert DECISIONS_KEY not in request.scope.state.private
-    assert request.scope.pending == []
+    assert request.scope.state.decisions == {}
 
 
 def test_edit_runs_the_edited_arguments_and_keeps_the_models_input() -> None:
     edited = {"file_path": "/memories/notes.md", "content": "the human's text"}
-    result, request, innermost = _apply({"decision": "edit", "args": edited})
+    result, request, innermost = _apply(_decision("edit", edited))
     assert [r.call.input for r in innermost.requests] == [edited]
     assert [r.call.id for r in innermost.requests] == ["w"]
     assert result.content == f"ran with {json.dumps(edited, sort_keys=True)}"
     assert not result.is_error
     assert request.call.input == ORIGINAL
     assert _model_input(request) == ORIGINAL
-    assert DECISIONS_KEY not in request.scope.state.private
+    assert request.scope.state.decisions == {}
 
 
 @pytest.mark.parametrize(
@@ -87,7 +90,7 @@ def test_edit_runs_the_edited_arguments_and_keeps_the_models_input() -> None:
 )
 def test_an_edit_out_of_the_rules_scope_is_refused_by_the_worker_too(path: str) -> None:
     """The API checks this first; the middleware checks again so no path hands the tool unchecked input."""
-    result, request, innermost = _apply({"decision": "edit", "args": {"file_path": path, "content": "x"}})
+    result, request, innermost = _apply(_decision("edit", {"file_path": path, "content": "x"}))
     assert innermost.requests == []
     assert result.is_error
     assert result.tool_use_id == "w"
@@ -104,7 +107,7 @@ def test_an_edit_out_of_the_rules_scope_is_refused_by_the_worker_too(path: str) 
     ],
 )
 def test_an_edit_that_breaks_the_tools_schema_is_refused_by_the_worker_too(args: dict[str, Any]) -> None:
-    result, _, innermost = _apply({"decision": "edit", "args": args})
+    result, _, innermost = _apply(_decision("edit", args))
     assert innermost.requests == []
     assert result.is_error
     assert "schema" in result.content
@@ -112,43 +115,54 @@ def test_an_edit_that_breaks_the_tools_schema_is_refused_by_the_worker_too(args:
 
 def test_an_edit_under_a_rule_without_when_needs_only_the_schema() -> None:
     edited = {"file_path": "/notes.txt", "content": "x"}
-    result, _, innermost = _apply({"decision": "edit", "args": edited}, InterruptRule(tuple(DECISIONS)))
+    result, _, innermost = _apply(_decision("edit", edited), InterruptRule(tuple(DECISIONS)))
     assert [r.call.input for r in innermost.requests] == [edited]
     assert not result.is_error
 
 
 def test_reject_does_not_run_and_is_an_error_holding_the_message_verbatim() -> None:
-    result, request, innermost = _apply({"decision": "reject", "message": MESSAGE})
+    result, request, innermost = _apply(_decision("reject", message=MESSAGE))
     assert innermost.requests == []
     assert result == ToolResult("w", rejection_text(MESSAGE), is_error=True)
     assert MESSAGE in result.content
-    assert DECISIONS_KEY not in request.scope.state.private
+    assert request.scope.state.decisions == {}
 
 
 def test_respond_does_not_run_and_the_message_is_the_result() -> None:
-    result, request, innermost = _apply({"decision": "respond", "message": MESSAGE})
+    result, request, innermost = _apply(_decision("respond", message=MESSAGE))
     assert innermost.requests == []
     assert result == ToolResult("w", MESSAGE, is_error=False)
-    assert DECISIONS_KEY not in request.scope.state.private
+    assert request.scope.state.decisions == {}
 
 
 @pytest.mark.parametrize("kind", ["approve", "edit", "reject", "respond"])
-def test_planning_a_decided_call_passes_it_on_and_keeps_the_decision(kind: str) -> None:
-    decision = {"decision": kind, "args": {"file_path": "/notes.txt", "content": "x"}, "message": MESSAGE}
-    result, request, innermost = _apply(decision, phase="plan")
-    assert [r.call.input for r in innermost.requests] == [ORIGINAL]
-    assert not result.is_error
-    assert request.scope.pending == []
-    assert request.scope.state.private[DECISIONS_KEY] == {"w": decision}
+def test_the_review_never_holds_a_decided_call_and_keeps_its_decision(kind: str) -> None:
+    decision = _decision(kind, {"file_path": "/notes.txt", "content": "x"}, MESSAGE)
+    request = _request(decision)
+    assert HumanInTheLoop({"write_file": SCOPED}).review_tool_call(request) is None
+    assert request.scope.state.decisions == {"w": decision}
 
 
-def test_an_undecided_matching_call_registers_when_planned_and_never_runs_unplanned() -> None:
-    planned, request, innermost = _apply(None, phase="plan")
-    assert [p.call.id for p in request.scope.pending] == ["w"]
-    assert request.scope.pending[0].allowed_decisions == tuple(DECISIONS)
-    assert len(innermost.requests) == 1
-    assert not planned.is_error
+def test_the_review_holds_an_undecided_matching_call_which_never_runs_unreviewed() -> None:
+    request = _request(None)
+    assert HumanInTheLoop({"write_file": SCOPED}).review_tool_call(request) == PendingCall(
+        request.call, tuple(DECISIONS)
+    )
     executed, request, innermost = _apply(None)
     assert innermost.requests == []
     assert executed.is_error
-    assert request.scope.pending == []
+
+
+def test_the_review_holds_nothing_with_interrupts_off_or_for_a_call_that_could_not_run() -> None:
+    assert HumanInTheLoop({"write_file": SCOPED}, interrupts=False).review_tool_call(_request(None)) is None
+    request = _request(None)
+    broken = ToolCallRequest(
+        ToolCall("w", "write_file", {"file_path": "/memories/a"}), WRITE, request.context, request.scope
+    )
+    assert HumanInTheLoop({"write_file": SCOPED}).review_tool_call(broken) is None
+    unknown = ToolCallRequest(request.call, None, request.context, request.scope)
+    assert HumanInTheLoop({"write_file": SCOPED}).review_tool_call(unknown) is None
+    outside = ToolCallRequest(
+        ToolCall("w", "write_file", {"file_path": "/notes.md", "content": "x"}), WRITE, request.context, request.scope
+    )
+    assert HumanInTheLoop({"write_file": SCOPED}).review_tool_call(outside) is None

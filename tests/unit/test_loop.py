@@ -11,7 +11,7 @@ from hango.agent.messages import Message, text_block
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.base import PermanentModelError
 from hango.agent.models.scripted import EXHAUSTED_TEXT, ScriptedModel, generated_call_id
-from hango.agent.state import STATE_VERSION, Done, Failed, LoopState, StateVersionError, load_private
+from hango.agent.state import STATE_VERSION, Done, Failed, LoopState, StateVersionError, dump_state, load_state
 from hango.agent.tools.base import Tool, ToolRegistry
 from tests.unit.fakes import MemoryPort
 
@@ -135,7 +135,9 @@ def test_the_scripted_model_plays_by_persisted_turn_and_then_says_done() -> None
 
 
 def test_persisted_state_has_a_schema_version_and_newer_ones_are_refused() -> None:
-    assert load_private({"version": STATE_VERSION, "private": {"k": 1}}) == {"k": 1}
-    assert load_private({}) == {}
+    stored = {"version": STATE_VERSION, "private": {"suspended_batch": ["a", "b"], "approval_decisions": {}}}
+    assert load_state(stored, []).suspended_batch == ["a", "b"]
+    assert load_state(dump_state(load_state(stored, [])), []).suspended_batch == ["a", "b"]
+    assert load_state({}, []) == LoopState([])
     with pytest.raises(StateVersionError, match="schema version 99"):
-        load_private({"version": 99, "private": {}})
+        load_state({"version": 99, "private": {}}, [])

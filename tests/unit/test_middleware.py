@@ -19,7 +19,7 @@ from hango.agent.middleware.memory import MEMORY_PATH, Memory
 from hango.agent.middleware.repair import INTERRUPTED, RepairToolCalls
 from hango.agent.middleware.stack import SLOTS, default_middlewares
 from hango.agent.models.base import ModelRequest, ToolSpec
-from hango.agent.state import SUSPENDED_BATCH, LoopState
+from hango.agent.state import LoopState
 from tests.unit.fakes import MemoryPort
 
 
@@ -40,8 +40,8 @@ def test_emptying_the_human_in_the_loop_slot_disables_interrupts() -> None:
     assert names == ["tracing", "repair_tool_calls", "memory", "tool_allowlist"]
 
 
-def _scope(messages: list[Message] | None = None, private: dict[str, Any] | None = None) -> LoopScope:
-    return LoopScope(MemoryPort(), LoopState(messages or [], private or {}), [])
+def _scope(messages: list[Message] | None = None, suspended_batch: list[str] | None = None) -> LoopScope:
+    return LoopScope(MemoryPort(), LoopState(messages or [], suspended_batch=suspended_batch or []), [])
 
 
 class Recorder(Middleware):
@@ -108,7 +108,7 @@ def test_repair_skips_the_calls_of_a_suspended_batch() -> None:
         Message("user", [text_block("go")]),
         _assistant(ToolCall("b", "write_file", {}), ToolCall("c", "ls", {})),
     ]
-    scope = _scope(history, {SUSPENDED_BATCH: ["b"]})
+    scope = _scope(history, ["b"])
     RepairToolCalls().before_run(scope)
     [repair] = scope.added
     assert [block["tool_use_id"] for block in repair.content] == ["c"]

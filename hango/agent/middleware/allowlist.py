@@ -6,7 +6,15 @@ import dataclasses
 from collections.abc import Iterable
 
 from hango.agent.messages import AssistantTurn, ToolResult
-from hango.agent.middleware.base import Middleware, ModelCall, ModelHandler, ToolCallRequest, ToolHandler
+from hango.agent.middleware.base import (
+    REFUSED,
+    Middleware,
+    ModelCall,
+    ModelHandler,
+    ToolCallRequest,
+    ToolHandler,
+    Verdict,
+)
 
 
 class ToolAllowlist(Middleware):
@@ -21,6 +29,10 @@ class ToolAllowlist(Middleware):
         """Offer only allowed tools."""
         tools = [tool for tool in call.request.tools if tool.name in self.allowed]
         return handler(dataclasses.replace(call, request=dataclasses.replace(call.request, tools=tools)))
+
+    def review_tool_call(self, request: ToolCallRequest) -> Verdict:
+        """A call outside the allowlist will be refused: no human is asked about it."""
+        return REFUSED if request.call.name not in self.allowed else None
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
         """Run allowed tools; answer others with an error."""

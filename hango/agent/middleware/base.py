@@ -6,12 +6,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from hango.agent.files import FileSystem
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult
 from hango.agent.models.base import ModelRequest
-from hango.agent.state import LoopState, Outcome
+from hango.agent.state import LoopState, Outcome, PendingCall
 from hango.agent.tools.base import Tool, ToolContext
 
 
@@ -30,23 +30,14 @@ class LoopServices(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class PendingCall:
-    """A call that must wait for a human, with the decisions a human may take and the child loop it belongs to."""
-
-    call: ToolCall
-    allowed_decisions: tuple[str, ...]
-    subagent_call_id: uuid.UUID | None = None
-
-
 @dataclass
 class LoopScope:
-    """One loop execution as middlewares see it: fixed services, the mutable state, and this batch's pending calls."""
+    """One loop execution as middlewares see it: fixed services, the mutable state, and the messages its
+    ``before_run`` hooks added."""
 
     services: LoopServices
     state: LoopState
-    added: list[Message]
-    pending: list[PendingCall] = field(default_factory=list)
+    added: list[Message] = field(default_factory=list)
 
     def add_message(self, message: Message) -> None:
         """Append a message to the history; the loop persists it before the next step."""
@@ -62,24 +53,24 @@ class ModelCall:
     scope: LoopScope
 
 
-Phase = Literal["plan", "execute"]
-
-
 @dataclass(frozen=True)
 class ToolCallRequest:
-    """A tool call travelling through the chain; ``tool`` is ``None`` for an unknown name.
-
-    Every batch goes through the chain twice. In the ``plan`` phase nothing executes: the innermost handler only
-    checks that the call could run, and the human-in-the-loop middleware registers calls that need a decision.
-    Only when no call of the batch registered does the ``execute`` phase run the calls, so no call of a batch ever
-    runs while a sibling waits for a human.
-    """
+    """A tool call travelling through the chain (to be reviewed, or to run); ``tool`` is ``None`` for an unknown
+    name."""
 
     call: ToolCall
     tool: Tool | None
     context: ToolContext
     scope: LoopScope
-    phase: Phase = "execute"
+
+
+class Refused:
+    """A review's verdict that the call will be refused when it runs (an error result), so nobody need decide it."""
+
+
+REFUSED = Refused()
+# What a middleware's review says of one call: nothing to add (None), it will be refused, or it must wait.
+Verdict = PendingCall | Refused | None
 
 
 ModelHandler = Callable[[ModelCall], AssistantTurn]
@@ -98,8 +89,17 @@ class Middleware:
         """Wrap one model call; call ``handler`` to continue inwards."""
         return handler(call)
 
+    def review_tool_call(self, request: ToolCallRequest) -> Verdict:
+        """Review one call of a batch before any call of it runs; nothing executes here.
+
+        Return :data:`REFUSED` when this layer will answer the call with an error, a :class:`PendingCall` when it
+        must wait for a human, or ``None``. A batch with a pending call (and no refusal of that call) suspends
+        whole, before a single call ran.
+        """
+        return None
+
     def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
-        """Wrap one tool call; call ``handler`` to continue inwards."""
+        """Wrap one tool call as it runs; call ``handler`` to continue inwards."""
         return handler(request)
 
     def after_run(self, scope: LoopScope, outcome: Outcome) -> None:
@@ -128,6 +128,17 @@ class Chain:
         for middleware in reversed(self.middlewares):
             handler = _bind_model(middleware, handler)
         return handler(call)
+
+    def review(self, request: ToolCallRequest) -> PendingCall | None:
+        """The call's pending entry when a middleware holds it for a human and none will refuse it.
+
+        A call an inner (or outer) layer refuses — a tool outside the allowlist, say — never waits for a human:
+        whatever the human decided, it would not run.
+        """
+        verdicts = [middleware.review_tool_call(request) for middleware in self.middlewares]
+        if any(isinstance(verdict, Refused) for verdict in verdicts):
+            return None
+        return next((verdict for verdict in verdicts if isinstance(verdict, PendingCall)), None)
 
     def tool_call(self, request: ToolCallRequest, innermost: ToolHandler) -> ToolResult:
         """Send a tool call through every ``wrap_tool_call`` to ``innermost``."""

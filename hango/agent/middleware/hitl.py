@@ -1,9 +1,9 @@
 """Human-in-the-loop: matching calls wait for a human; decided calls get the human's decision applied.
 
-In the ``plan`` phase a call that matches an interrupt rule, has no decision yet and would otherwise run is
-registered as pending; the loop then suspends the whole batch. On resume the worker loads the run's decided
-approvals into the state's private area (``approval_decisions``) before ``before_run``, and this middleware
-applies each one when the batch is re-driven:
+Before a batch runs, its calls are reviewed: a call that matches an interrupt rule, has no decision yet and
+would otherwise run (no layer refuses it, its arguments fit the tool) is held as pending; the loop then suspends
+the whole batch. On resume the worker loads the run's decided approvals into the state (``LoopState.decisions``)
+before ``before_run``, and this middleware applies each one when the batch is re-driven:
 
 - ``approve``: run the call as the model asked;
 - ``edit``: run it with the human's arguments (checked again against the schema and the rule's scope);
@@ -26,12 +26,11 @@ from typing import Any
 
 from hango.agent.interrupts import InterruptRule
 from hango.agent.messages import ToolResult
-from hango.agent.middleware.base import Chain, Middleware, PendingCall, ToolCallRequest, ToolHandler
-from hango.agent.state import LoopState
+from hango.agent.middleware.base import Chain, Middleware, ToolCallRequest, ToolHandler, Verdict
+from hango.agent.state import Decision, LoopState, PendingCall
 from hango.errors import HangoError
 
 log = logging.getLogger(__name__)
-DECISIONS_KEY = "approval_decisions"
 
 
 class UnappliedDecisions(HangoError):
@@ -58,44 +57,46 @@ class HumanInTheLoop(Middleware):
         self.rules = dict(rules)
         self.interrupts = interrupts
 
-    def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
-        """Apply a decision, register a pending call, or pass the call on."""
-        decision = request.scope.state.private.get(DECISIONS_KEY, {}).get(request.call.id)
-        if request.phase == "execute":
-            _consume(request, request.call.id)
-        if decision is not None:
-            return handler(request) if request.phase == "plan" else self._apply(request, decision, handler)
-        rule = self.rules.get(request.call.name)
-        if not self.interrupts or rule is None or not rule.matches(request.call.input):
-            return handler(request)
-        if request.phase == "execute":
-            # Planning registers every matching call, so this means the batch was not planned: refuse safely.
-            return ToolResult(request.call.id, "this call needs a human decision and has none", is_error=True)
-        planned = handler(request)
-        if planned.is_error:
-            return planned  # refused further in (not allowed, unknown, invalid): nothing for a human to decide
-        request.scope.pending.append(PendingCall(request.call, rule.allowed_decisions))
-        return ToolResult(request.call.id, "awaiting a human decision")
+    def review_tool_call(self, request: ToolCallRequest) -> Verdict:
+        """Hold a matching call without a decision for a human; a call that could not run anyway is not held."""
+        call = request.call
+        if call.id in request.scope.state.decisions or not self.interrupts:
+            return None
+        rule = self.rules.get(call.name)
+        if rule is None or not rule.matches(call.input):
+            return None
+        if request.tool is None or request.tool.argument_errors(call.input):
+            return None  # answered with an error when it runs: nothing for a human to decide
+        return PendingCall(call, rule.allowed_decisions)
 
-    def _apply(self, request: ToolCallRequest, decision: Mapping[str, Any], handler: ToolHandler) -> ToolResult:
-        kind = decision["decision"]
+    def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
+        """Apply a decision, or refuse a held call that has none; pass any other call on."""
+        decision = request.scope.state.decisions.pop(request.call.id, None)
+        if decision is not None:
+            return self._apply(request, decision, handler)
+        if self.review_tool_call(request) is not None:
+            # Review holds every such call, so this means the batch was not reviewed: refuse safely.
+            return ToolResult(request.call.id, "this call needs a human decision and has none", is_error=True)
+        return handler(request)
+
+    def _apply(self, request: ToolCallRequest, decision: Decision, handler: ToolHandler) -> ToolResult:
         call = request.call
         log.info(
             "applying approval decision",
             extra={
                 "tool": call.name,
                 "tool_call_id": call.id,
-                "decision": kind,
-                "decided_by": decision.get("decided_by"),
+                "decision": decision.kind,
+                "decided_by": decision.decided_by,
             },
         )
-        if kind == "approve":
+        if decision.kind == "approve":
             return handler(request)
-        if kind == "edit":
-            return self._edited(request, dict(decision.get("args") or {}), handler)
-        if kind == "reject":
-            return ToolResult(call.id, rejection_text(decision.get("message", "")), is_error=True)
-        return ToolResult(call.id, decision.get("message", ""))
+        if decision.kind == "edit":
+            return self._edited(request, dict(decision.args or {}), handler)
+        if decision.kind == "reject":
+            return ToolResult(call.id, rejection_text(decision.message), is_error=True)
+        return ToolResult(call.id, decision.message)
 
     def _edited(self, request: ToolCallRequest, args: dict[str, Any], handler: ToolHandler) -> ToolResult:
         # The API checked these already; checking again here means no path can hand the tool unchecked input.
@@ -108,24 +109,13 @@ class HumanInTheLoop(Middleware):
         return handler(dataclasses.replace(request, call=edited))
 
 
-def _consume(request: ToolCallRequest, call_id: str) -> None:
-    """Forget a call's decision as it executes; the state is saved atomically with the batch's results."""
-    private = request.scope.state.private
-    decisions = private.get(DECISIONS_KEY, {})
-    decisions.pop(call_id, None)
-    if not decisions:
-        private.pop(DECISIONS_KEY, None)
-
-
-def load_decisions(state: LoopState, decisions: Mapping[str, Mapping[str, Any]]) -> None:
-    """Put a resumed loop's decisions into its private area; must run before ``before_run``.
+def load_decisions(state: LoopState, decisions: Mapping[str, Decision]) -> None:
+    """Put a resumed loop's decisions into its state; must run before ``before_run``.
 
     Only decisions for calls still unanswered count: a decided call whose result is stored has been consumed.
     """
     unanswered = set(state.unanswered_calls())
-    live = {call_id: dict(decision) for call_id, decision in decisions.items() if call_id in unanswered}
-    if live:
-        state.private[DECISIONS_KEY] = live
+    state.decisions = {call_id: decision for call_id, decision in decisions.items() if call_id in unanswered}
 
 
 def require_decisions_applied(chain: Chain, state: LoopState) -> None:
@@ -137,7 +127,7 @@ def require_decisions_applied(chain: Chain, state: LoopState) -> None:
     Raises:
         UnappliedDecisions: when ``state`` carries decisions and no middleware of ``chain`` applies them.
     """
-    if DECISIONS_KEY in state.private and not any(isinstance(m, HumanInTheLoop) for m in chain.middlewares):
+    if state.decisions and not any(isinstance(m, HumanInTheLoop) for m in chain.middlewares):
         raise UnappliedDecisions(
             "the run has human decisions to apply but its middleware stack has no human_in_the_loop slot; "
             "switch interrupts off with HANGO_INTERRUPTS_ENABLED=false instead of removing the slot"

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 
 from hango.agent.messages import Message, ToolResult
 from hango.agent.middleware.base import LoopScope, Middleware
-from hango.agent.state import SUSPENDED_BATCH
 
 INTERRUPTED = "tool call interrupted"
 
@@ -27,7 +26,7 @@ class RepairToolCalls(Middleware):
 
     def before_run(self, scope: LoopScope) -> None:
         """Answer dangling calls with "tool call interrupted" error results."""
-        held = set(scope.state.private.get(SUSPENDED_BATCH, []))
+        held = set(scope.state.suspended_batch)
         held |= {
             call.id for message in scope.state.messages for call in message.tool_calls if call.name in self.resumable
         }

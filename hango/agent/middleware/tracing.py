@@ -6,13 +6,14 @@ for an ``edit`` only the fact that the arguments changed is.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from opentelemetry.trace import SpanKind
 
-from hango.agent.messages import AssistantTurn, ToolResult
-from hango.agent.middleware.base import Middleware, ModelCall, ModelHandler, ToolCallRequest, ToolHandler
-from hango.agent.middleware.hitl import DECISIONS_KEY
+from hango.agent.messages import AssistantTurn, ToolCall, ToolResult
+from hango.agent.middleware.base import LoopScope, Middleware, ModelCall, ModelHandler, ToolCallRequest, ToolHandler
+from hango.agent.state import AwaitingApproval, Outcome
 from hango.telemetry import tracer
 
 
@@ -39,45 +40,48 @@ class Tracing(Middleware):
             return turn
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
-        """An ``execute_tool`` span for an executed call, or for a call that now waits for a human."""
-        if request.phase == "plan":
-            return self._planned(request, handler)
-        decision = request.scope.state.private.get(DECISIONS_KEY, {}).get(request.call.id)
-        with tracer().start_as_current_span(f"execute_tool {request.call.name}", attributes=_tool(request)) as span:
+        """An ``execute_tool`` span for an executed call, with the human's decision when it had one."""
+        decision = request.scope.state.decisions.get(request.call.id)
+        with tracer().start_as_current_span(
+            f"execute_tool {request.call.name}", attributes=_tool(request.call, request.context.run_id)
+        ) as span:
             if decision is not None:
-                event = {
-                    "hango.approval.decision": decision["decision"],
-                    "hango.approval.decided_by": decision.get("decided_by") or "",
-                    "hango.approval.args_changed": decision["decision"] == "edit",
+                event: dict[str, str | bool] = {
+                    "hango.approval.decision": decision.kind,
+                    "hango.approval.decided_by": decision.decided_by or "",
+                    "hango.approval.args_changed": decision.kind == "edit",
                 }
                 span.add_event("tool.approval_decided", event)
             result = handler(request)
             span.set_attribute("hango.tool.outcome", "error" if result.is_error else "ok")
             return result
 
-    @staticmethod
-    def _planned(request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
-        waiting = len(request.scope.pending)
-        result = handler(request)
-        if len(request.scope.pending) > waiting:
-            pending = request.scope.pending[-1]
-            with tracer().start_as_current_span(f"execute_tool {request.call.name}", attributes=_tool(request)) as span:
+    def after_run(self, scope: LoopScope, outcome: Outcome) -> None:
+        """A span for each of this loop's calls that now waits for a human (a child's calls get the child's)."""
+        if not isinstance(outcome, AwaitingApproval):
+            return
+        for pending in outcome.pending:
+            if pending.subagent_call_id is not None:
+                continue
+            call = pending.call
+            with tracer().start_as_current_span(
+                f"execute_tool {call.name}", attributes=_tool(call, scope.services.run_id)
+            ) as span:
                 span.add_event(
                     "tool.approval_requested",
                     {
-                        "gen_ai.tool.name": request.call.name,
-                        "gen_ai.tool.call.id": request.call.id,
+                        "gen_ai.tool.name": call.name,
+                        "gen_ai.tool.call.id": call.id,
                         "hango.approval.allowed_decisions": list(pending.allowed_decisions),
                     },
                 )
                 span.set_attribute("hango.tool.outcome", "awaiting_approval")
-        return result
 
 
-def _tool(request: ToolCallRequest) -> dict[str, Any]:
+def _tool(call: ToolCall, run_id: uuid.UUID) -> dict[str, Any]:
     return {
         "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": request.call.name,
-        "gen_ai.tool.call.id": request.call.id,
-        "hango.run.id": str(request.context.run_id),
+        "gen_ai.tool.name": call.name,
+        "gen_ai.tool.call.id": call.id,
+        "hango.run.id": str(run_id),
     }
