@@ -136,13 +136,21 @@ def _langgraph(checkpointer: PostgresSaver) -> Any:
     return graph.compile(checkpointer=checkpointer)
 
 
+class ScriptedChatModel(GenericFakeChatModel):
+    """``GenericFakeChatModel`` that accepts tools (it plays its script whatever tools it is offered)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        """The model itself: the script already holds the calls."""
+        return self
+
+
 def _deepagents(checkpointer: PostgresSaver) -> Any:
     """deepagents' agent with its HITL middleware on ``write_file`` and a scripted chat model."""
     from deepagents import create_deep_agent
 
     turns = iter([AIMessage("", tool_calls=[CALL]), AIMessage("done")])
     return create_deep_agent(
-        model=GenericFakeChatModel(messages=turns), interrupt_on={"write_file": True}, checkpointer=checkpointer
+        model=ScriptedChatModel(messages=turns), interrupt_on={"write_file": True}, checkpointer=checkpointer
     )
 
 

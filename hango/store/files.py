@@ -71,12 +71,13 @@ class SqlFileSystem:
 
     @shielded_call
     def list_files(self, prefix: str = "/") -> list[FileInfo]:
-        """Every visible file whose path starts with ``prefix``, sorted by path."""
+        """Every visible file whose path starts with ``prefix``, sorted by path in code-point order (``COLLATE "C"``,
+        whatever the database's collation, so listings and globs order alike everywhere)."""
         prefix = normalize_path(prefix)
         statement = (
             select(File.path, func.octet_length(File.content), File.updated_at)
             .where(self._visible(), File.path.startswith(prefix, autoescape=True))
-            .order_by(File.path)
+            .order_by(File.path.collate("C"))
         )
         return [FileInfo(path, size or 0, updated) for path, size, updated in self._session.execute(statement)]
 
