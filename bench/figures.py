@@ -216,13 +216,14 @@ def system(url: str, rounds: Rounds) -> Iterator[Bench]:
             ]
         forget_runs(runtime.redis, enqueued)
         forget_queue(runtime.redis, settings.queue)
+        runtime.redis.delete(_pong_key(settings))
         engine.dispose()
         runtime.db.engine.dispose()
 
 
 def measure_floors(bench: Bench) -> Floors:
     """A bare Celery round trip, bare Redis publish→receive and bare Celery no-op throughput, on the same broker."""
-    reply = f"hango:bench:pong:{uuid.uuid4().hex}"
+    reply = _pong_key(bench.settings)
     celery = bench.runtime.queue._celery
     round_trips = celery_round_trips(celery, bench.runtime.redis, bench.settings, reply, 200)
     publish = redis_publish_latency(bench.runtime.redis, f"hango:bench:{uuid.uuid4().hex}", 500)
@@ -510,6 +511,7 @@ def worker_killed(bench: Bench, floors: Floors) -> list[Row]:
         samples = [_kill_once(runtime, principal) for _ in range(bench.rounds.kills)]
     finally:
         forget_queue(runtime.redis, settings.queue)
+        runtime.redis.delete(_pong_key(settings))
         runtime.db.engine.dispose()
     lease = settings.run_lease.total_seconds()
     p50 = statistics.median(samples)
@@ -591,14 +593,18 @@ def _lease(runtime: Runtime, run_id: uuid.UUID) -> tuple[str, str | None]:
         return run.state, run.lease_owner
 
 
+def _pong_key(settings: Settings) -> str:
+    """The list that pings of this queue answer on (a late answer is removed with the queue's keys)."""
+    return f"hango:bench:pong:{settings.queue}"
+
+
 def _wait_consuming(runtime: Runtime) -> None:
     """Return once a worker other than the busy one answers a ping on the queue."""
-    reply = f"hango:bench:pong:{uuid.uuid4().hex}"
+    reply = _pong_key(runtime.settings)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         runtime.queue._celery.send_task(PING_TASK, args=[reply], queue=runtime.settings.queue)
         if runtime.redis.blpop([reply], timeout=2) is not None:
-            runtime.redis.delete(reply)
             return
     raise TimeoutError("the standby worker did not start consuming")
 
