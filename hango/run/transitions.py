@@ -158,10 +158,8 @@ def finish(work: Work, lease: Lease, state: Literal["succeeded", "failed"], erro
     Raises:
         RunStopped: when this worker no longer holds the run.
     """
-    now = datetime.now(UTC)
-    values: dict[str, Any] = {"state": state, "error": error, "finished_at": now, "updated_at": now}
-    finished = ("run.finished", {"state": state, "error": error})
-    return _held(work, lease, {**values, "lease_owner": None, "lease_expires_at": None}, [finished])
+    values, finished = _ended(state, error)
+    return _held(work, lease, values, [finished])
 
 
 def cancel(work: Work, run: Run) -> Run:
@@ -172,16 +170,8 @@ def cancel(work: Work, run: Run) -> Run:
     Raises:
         Conflict: the run has already finished.
     """
-    now = datetime.now(UTC)
-    values: dict[str, Any] = {
-        "state": "cancelled",
-        "finished_at": now,
-        "updated_at": now,
-        "awaiting_since": None,
-        "lease_owner": None,
-        "lease_expires_at": None,
-    }
-    moved = _move(work, run.id, CANCELLABLE, values, [("run.finished", {"state": "cancelled", "error": None})])
+    values, finished = _ended("cancelled", None)
+    moved = _move(work, run.id, CANCELLABLE, values, [finished])
     if moved is None:
         raise Conflict(f"run {run.id} is already {run.state}")
     # Closed as cancelled, not reported as expiries.
@@ -194,15 +184,8 @@ def expire(work: Work, run: Run, error: str) -> list[PendingApproval] | None:
 
     ``None`` when the run is no longer waiting: a decision or a cancel won.
     """
-    now = datetime.now(UTC)
-    values: dict[str, Any] = {
-        "state": "failed",
-        "error": error,
-        "finished_at": now,
-        "updated_at": now,
-        "awaiting_since": None,
-    }
-    moved = _move(work, run.id, AWAITING, values, [("run.finished", {"state": "failed", "error": error})])
+    values, finished = _ended("failed", error)
+    moved = _move(work, run.id, AWAITING, values, [finished])
     if moved is None:
         return None
     return approval_store.close_pending(work.session, moved, "expired")
@@ -213,14 +196,13 @@ def reclaim_lost(work: Work, run: Run, max_attempts: int) -> Reclaimed | None:
     the run has lost ``max_attempts`` workers. ``None`` when the lease was renewed or the run moved meanwhile."""
     now = datetime.now(UTC)
     attempts = run.attempts + 1
-    released: dict[str, Any] = {"attempts": attempts, "lease_owner": None, "lease_expires_at": None, "updated_at": now}
     if attempts >= max_attempts:
-        error = f"the worker running this run was lost {attempts} times"
-        failed = {**released, "state": "failed", "finished_at": now, "error": error}
-        finished = ("run.finished", {"state": "failed", "error": error})
+        failed, finished = _ended("failed", f"the worker running this run was lost {attempts} times")
+        failed["attempts"] = attempts
         if _move(work, run.id, RUNNING, failed, [finished], lease_expired_before=now) is None:
             return None
         return "failed"
+    released: dict[str, Any] = {"attempts": attempts, "lease_owner": None, "lease_expires_at": None, "updated_at": now}
     queued = {**released, "state": "queued", "queue_generation": Run.queue_generation + 1}
     requeued = ("run.queued", {"reason": "worker lost", "attempt": attempts + 1})
     moved = _move(work, run.id, RUNNING, queued, [requeued], lease_expired_before=now)
@@ -231,6 +213,21 @@ def reclaim_lost(work: Work, run: Run, max_attempts: int) -> Reclaimed | None:
 
 
 Events = list[tuple[str, dict[str, Any]]]
+
+
+def _ended(state: RunState, error: str | None) -> tuple[dict[str, Any], tuple[str, dict[str, Any]]]:
+    """The fields of a terminal transition (nothing waits, nobody holds the run) and its ``run.finished`` event."""
+    now = datetime.now(UTC)
+    values = {
+        "state": state,
+        "error": error,
+        "finished_at": now,
+        "updated_at": now,
+        "awaiting_since": None,
+        "lease_owner": None,
+        "lease_expires_at": None,
+    }
+    return values, ("run.finished", {"state": state, "error": error})
 
 
 def _move(
