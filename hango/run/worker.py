@@ -20,8 +20,8 @@ from hango.errors import HangoError
 from hango.logs import run_logging
 from hango.models import PendingApproval, Run
 from hango.run import transitions
+from hango.run.loops import Loops, LoopSpec, StoredLoop
 from hango.run.runtime import Runtime, unit_of_work
-from hango.run.subagents import Loops, LoopSpec, StoredLoop
 from hango.run.transitions import Lease
 from hango.store.messages import tool_call_ids
 

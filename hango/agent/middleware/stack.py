@@ -36,7 +36,7 @@ def default_middlewares(
     human-in-the-loop slot stays and still applies stored decisions, it only stops raising new interrupts.
     ``overrides`` replaces or empties slots by name. Emptying ``human_in_the_loop`` also drops the application of
     stored decisions, so it is only for loops that can have none; the worker never does it, and a worker's loop
-    that carries decisions refuses a chain without the slot (``hango.run.subagents``).
+    that carries decisions refuses a chain without the slot (``hango.run.loops``).
     """
     slots: dict[str, Middleware | None] = {
         "tracing": Tracing(dict(model or {})),

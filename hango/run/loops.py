@@ -1,0 +1,203 @@
+"""The loops of one claimed run: the run's own, and its subagents' (child loops of ``task`` calls), at any depth.
+
+:class:`Loops` reads a loop's stored inputs (history, decisions, state), builds its model and middleware chain and
+drives it; :mod:`hango.run.subagents` is the ``task`` tool's engine that starts or resumes a child through it.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, Span, SpanContext, TraceFlags
+from sqlalchemy.orm import Session
+
+from hango.agent.loop import AgentLoop, LoopConfig
+from hango.agent.messages import Message
+from hango.agent.middleware.hitl import load_decisions, require_decisions_applied
+from hango.agent.middleware.stack import default_chain
+from hango.agent.models.factory import build_model
+from hango.agent.state import AwaitingApproval, Decision, Done, Failed, LoopState, Outcome, load_state
+from hango.agent.tools.base import ToolLimits
+from hango.agent.tools.task import RUNNER_KEY
+from hango.models import PendingApproval, Run
+from hango.run.persistence import RunPersistence
+from hango.run.runtime import Runtime
+from hango.run.subagents import ChildRunner
+from hango.run.transitions import Lease
+from hango.store import approvals as approval_store
+from hango.store import subagent_calls as subagent_store
+from hango.store.messages import loop_history, tool_call_ids
+from hango.telemetry import tracer
+
+
+def decision_of(row: PendingApproval) -> Decision:
+    """The decision of an approval row, as the HITL middleware applies it."""
+    return Decision(
+        kind=row.decision,
+        approval_id=str(row.id),
+        args=row.decision_args,
+        message=row.decision_message,
+        decided_by=str(row.decided_by) if row.decided_by else None,
+    )
+
+
+@dataclass(frozen=True)
+class StoredLoop:
+    """What resuming one loop reads, in one transaction: its history, its live decisions and its stored state."""
+
+    history: list[Message]
+    decisions: dict[str, Decision]
+    state: dict[str, Any]
+
+    @classmethod
+    def read(cls, session: Session, run: Run, subagent_call_id: uuid.UUID | None) -> StoredLoop:
+        """The loop's stored inputs (the run's own loop reads its state from the row already loaded)."""
+        history = loop_history(session, run.id, subagent_call_id)
+        decided = approval_store.decided_unanswered(session, run, subagent_call_id)
+        if subagent_call_id is None:
+            state = dict(run.state_json or {})
+        else:
+            state = subagent_store.state_of(session, run.id, subagent_call_id)
+        return cls(history, {row.tool_call_id: decision_of(row) for row in decided}, state)
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """What a loop is made of: the parts of an agent (or subagent) configuration the loop needs."""
+
+    system_prompt: str
+    model: dict[str, Any]
+    tools: tuple[str, ...]
+    interrupt_on: dict[str, Any] | None
+    max_turns: int
+    max_tokens: int | None = None
+    replays_parent: bool = False
+    name: str = ""
+
+    @classmethod
+    def of_agent(cls, snapshot: dict[str, Any]) -> LoopSpec:
+        """The spec of a run's own loop."""
+        return cls(
+            system_prompt=snapshot.get("system_prompt", ""),
+            model=snapshot["model"],
+            tools=tuple(snapshot.get("tools", [])),
+            interrupt_on=snapshot.get("interrupt_on"),
+            max_turns=int(snapshot.get("max_turns", 50)),
+            max_tokens=snapshot.get("max_tokens"),
+            name=snapshot.get("name", ""),
+        )
+
+
+class Loops:
+    """Builds and drives the loops of one claimed run: its own, and its children's, at any depth."""
+
+    def __init__(
+        self, runtime: Runtime, run: Run, lease: Lease, stop: threading.Event, call_ids: set[str] | None = None
+    ) -> None:
+        self.runtime = runtime
+        self.run = run
+        self.lease = lease
+        self.stop = stop
+        self.snapshot: dict[str, Any] = run.agent_snapshot
+        self.span_context: SpanContext | None = None
+        # Every tool call id of the run, read once per execution and grown by each loop's turns: a provider that
+        # repeats an id in another loop of the same run (a child reusing its parent's) still gets a fresh one.
+        self.call_ids = call_ids
+
+    def drive(
+        self, spec: LoopSpec, subagent_call_id: uuid.UUID | None, depth: int, stored: StoredLoop | None = None
+    ) -> tuple[Outcome, LoopState]:
+        """Run (or resume) one loop from its stored history, state and decisions (read here unless given)."""
+        if stored is None or self.call_ids is None:
+            with self.runtime.db.transaction() as session:
+                stored = stored or StoredLoop.read(session, self.run, subagent_call_id)
+                if self.call_ids is None:
+                    self.call_ids = tool_call_ids(session, self.run.id)
+        state = load_state(stored.state, stored.history)
+        # Decisions go into the state before any before_run hook runs.
+        load_decisions(state, stored.decisions)
+        runner = ChildRunner(self, spec, subagent_call_id, depth)
+        port = RunPersistence(
+            self.runtime,
+            self.run,
+            self.lease,
+            self.stop,
+            subagent_call_id=subagent_call_id,
+            extras={RUNNER_KEY: runner},
+        )
+        scope = str(subagent_call_id or self.run.id)
+        # With interrupts switched off the slot stays: it still applies the decisions loaded above.
+        chain = default_chain(
+            spec.tools, spec.interrupt_on, model=spec.model, interrupts=self.runtime.settings.interrupts_enabled
+        )
+        require_decisions_applied(chain, state)
+        loop = AgentLoop(
+            LoopConfig(spec.system_prompt, spec.tools, spec.max_turns, spec.max_tokens),
+            build_model(
+                spec.model, self.runtime.settings, scope=scope, id_prefix=f"{scope[:8]}-" if spec.replays_parent else ""
+            ),
+            chain,
+            self.runtime.tools,
+            port,
+            port,
+            ToolLimits.of(self.runtime.settings),
+            self.call_ids,
+        )
+        with invoke_agent_span(self.run, spec, subagent_call_id) as span:
+            outcome = loop.run(state)
+            span.set_attribute("hango.run.outcome", outcome_name(outcome))
+            if subagent_call_id is None:
+                self.span_context = span.get_span_context()
+        if isinstance(outcome, AwaitingApproval) and subagent_call_id is not None:
+            port.save_state(state)
+        return outcome, state
+
+
+def outcome_name(outcome: Outcome) -> str:
+    """``done``, ``failed``, ``cancelled`` or ``awaiting_approval``."""
+    names = {Done: "done", Failed: "failed", AwaitingApproval: "awaiting_approval"}
+    return names.get(type(outcome), "cancelled")
+
+
+@contextmanager
+def invoke_agent_span(run: Run, spec: LoopSpec, subagent_call_id: uuid.UUID | None) -> Iterator[Span]:
+    """The ``invoke_agent`` span of one loop execution.
+
+    A run's loop resumed after a suspension starts a new trace whose root links to the suspended run's span
+    (stored in ``runs.trace_context``), so no span stays open while a human decides.
+    """
+    name = spec.name or run.agent_snapshot.get("name", "agent")
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": name,
+        "hango.run.id": str(run.id),
+        "hango.tenant.id": str(run.tenant_id),
+        "langfuse.session.id": str(run.id),
+        "langfuse.trace.metadata.run_id": str(run.id),
+    }
+    if subagent_call_id is not None:
+        attributes["hango.subagent_call.id"] = str(subagent_call_id)
+    links: list[Link] = []
+    parent = None
+    suspended = run.trace_context if subagent_call_id is None else None
+    if suspended and suspended.get("span_id"):
+        previous = SpanContext(
+            int(suspended["trace_id"], 16),
+            int(suspended["span_id"], 16),
+            is_remote=True,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+        links.append(Link(previous))
+        attributes["hango.run.resumed_from_span_id"] = suspended["span_id"]
+        attributes["hango.run.suspension_seconds"] = float(suspended.get("suspension_seconds", 0.0))
+        parent = Context()  # a new trace, not a child of whatever enqueued the resume
+    with tracer().start_as_current_span(
+        f"invoke_agent {name}", context=parent, links=links, attributes=attributes
+    ) as span:
+        yield span
