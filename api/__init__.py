@@ -7,10 +7,10 @@ from flask import Flask
 from prometheus_client import CollectorRegistry
 from prometheus_flask_exporter import PrometheusMetrics
 
-from api import agents, approvals, audit, audit_events, auth, files, ops, problems, runs, users
-from api.context import Services
-from api.parsing import Api
 from hango import __version__
+from hango.api import agents, approvals, audit, audit_events, auth, files, ops, problems, runs, users
+from hango.api.context import Services
+from hango.api.parsing import Api
 from hango.config import Settings
 from hango.db import Database
 from hango.metrics import StoredStateCollector

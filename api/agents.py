@@ -7,13 +7,13 @@ from typing import Any
 
 from marshmallow import fields
 
-from api.audit import audit_target, audited
-from api.context import principal, services
-from api.parsing import Blueprint
-from api.schemas import ListArgs, list_of, page_request
 from hango import agents
 from hango.agent.config import AgentConfig
 from hango.agent.interrupts import effective_config
+from hango.api.audit import audit_target, audited
+from hango.api.context import principal, services
+from hango.api.parsing import Blueprint
+from hango.api.schemas import ListArgs, list_of, page_request
 from hango.models import Agent as AgentRow
 from hango.pagination import Page
 

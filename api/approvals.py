@@ -9,12 +9,12 @@ import marshmallow as ma
 from flask import request
 from marshmallow import fields, missing, validate
 
-from api.audit import audit_written, audited
-from api.context import principal, services, trace_id
-from api.parsing import Blueprint, request_json
-from api.runs import Run
-from api.schemas import ListArgs, list_of, page_request
 from hango import approvals
+from hango.api.audit import audit_written, audited
+from hango.api.context import principal, services, trace_id
+from hango.api.parsing import Blueprint, request_json
+from hango.api.runs import Run
+from hango.api.schemas import ListArgs, list_of, page_request
 from hango.approvals import DecisionsSchema
 from hango.errors import InvalidInput
 from hango.models import APPROVAL_STATES

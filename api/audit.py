@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from flask import Flask, Response, current_app, g, request
 from sqlalchemy.exc import SQLAlchemyError
 
-from api.context import services, trace_id
 from hango import audit
+from hango.api.context import services, trace_id
 from hango.auth import Principal
 from hango.models import Outcome
 from hango.store.audit import AuditRecord

@@ -7,10 +7,10 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields
 
-from api.context import principal, services
-from api.parsing import Blueprint
-from api.schemas import ListArgs, list_of, page_request
 from hango import audit
+from hango.api.context import principal, services
+from hango.api.parsing import Blueprint
+from hango.api.schemas import ListArgs, list_of, page_request
 from hango.pagination import Page
 from hango.store.audit import AuditFilter
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Flask, g, request
 from werkzeug.exceptions import UnsupportedMediaType
 
-from api.context import services
 from hango import tenancy
+from hango.api.context import services
 from hango.errors import Unauthorized
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})

@@ -8,11 +8,11 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from api.audit import audit_target, audited
-from api.context import principal, services
-from api.parsing import Blueprint
-from api.schemas import ListArgs, list_of, page_request
 from hango import files
+from hango.api.audit import audit_target, audited
+from hango.api.context import principal, services
+from hango.api.parsing import Blueprint
+from hango.api.schemas import ListArgs, list_of, page_request
 from hango.models import File
 
 blp = Blueprint("files", __name__, url_prefix="/v1", description="An agent's /memories/ and /skills/ files")

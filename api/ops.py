@@ -12,9 +12,9 @@ from flask_swagger_ui import get_swaggerui_blueprint
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
-from api.auth import bearer_token
-from api.context import services
-from api.problems import problem
+from hango.api.auth import bearer_token
+from hango.api.context import services
+from hango.api.problems import problem
 from hango.errors import Unauthorized
 
 blp = Blueprint("ops", __name__)

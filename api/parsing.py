@@ -15,8 +15,8 @@ from webargs import core
 from webargs.flaskparser import FlaskParser, is_json_request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from api.context import services
-from api.schemas import PROBLEM_CONTENT_TYPE, PROBLEM_STATUSES, Problem
+from hango.api.context import services
+from hango.api.schemas import PROBLEM_CONTENT_TYPE, PROBLEM_STATUSES, Problem
 from hango.errors import InvalidInput
 from hango.validation import field_errors, load_json
 

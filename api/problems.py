@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
-from api.audit import audit_written
+from hango.api.audit import audit_written
 from hango.errors import (
     Conflict,
     FieldError,

@@ -11,10 +11,10 @@ import marshmallow as ma
 from flask import Response, request, stream_with_context
 from marshmallow import fields, validate
 
-from api.audit import audit_target, audited
-from api.context import principal, services
-from api.parsing import Blueprint
-from api.schemas import ListArgs, list_of, page_request
+from hango.api.audit import audit_target, audited
+from hango.api.context import principal, services
+from hango.api.parsing import Blueprint
+from hango.api.schemas import ListArgs, list_of, page_request
 from hango.errors import InvalidInput
 from hango.models import RUN_STATES
 from hango.models import Run as RunRow

@@ -8,11 +8,11 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from api.audit import audit_target, audited
-from api.context import principal, services
-from api.parsing import Blueprint
-from api.schemas import ListArgs, list_of, page_request
 from hango import tenancy
+from hango.api.audit import audit_target, audited
+from hango.api.context import principal, services
+from hango.api.parsing import Blueprint
+from hango.api.schemas import ListArgs, list_of, page_request
 from hango.models import ROLES
 from hango.pagination import Page
 

@@ -1,4 +1,4 @@
-"""WSGI entry point: ``gunicorn 'api.wsgi:app_from_env()'`` (what ``hango api`` runs)."""
+"""WSGI entry point: ``gunicorn 'hango.api.wsgi:app_from_env()'`` (what ``hango api`` runs)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 from flask import Flask
 
-from api import create_app
+from hango.api import create_app
 from hango.config import Settings
 from hango.telemetry import configure_tracing
 

@@ -161,7 +161,7 @@ def worker_command(ctx: click.Context, concurrency: int, with_beat: bool) -> Non
     """Execute runs from the queue (a Celery worker)."""
     settings = _settings(ctx)
     _require_services(settings)
-    _edge("tasks.worker").run_worker(settings, concurrency, beat=with_beat)
+    _edge("hango.tasks.worker").run_worker(settings, concurrency, beat=with_beat)
 
 
 @main.command("beat")
@@ -170,7 +170,7 @@ def beat_command(ctx: click.Context) -> None:
     """Schedule the periodic jobs: the reconciler and the approval sweeper."""
     settings = _settings(ctx)
     _require_services(settings)
-    _edge("tasks.worker").run_beat(settings)
+    _edge("hango.tasks.worker").run_beat(settings)
 
 
 @main.command("standalone")
@@ -219,6 +219,6 @@ def flower_command(ctx: click.Context, port: int, address: str, insecure_no_auth
     settings = _settings(ctx)
     _require_services(settings)
     try:
-        _edge("tasks.worker").run_flower(settings, address, port, insecure_no_auth=insecure_no_auth)
+        _edge("hango.tasks.worker").run_flower(settings, address, port, insecure_no_auth=insecure_no_auth)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc

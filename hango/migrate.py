@@ -7,7 +7,7 @@ import os
 from alembic import command
 from alembic.config import Config
 
-import migrations
+from hango import migrations
 
 
 def alembic_config(database_url: str) -> Config:

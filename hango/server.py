@@ -7,7 +7,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from gunicorn.util import import_app
 
-WSGI_APP = "api.wsgi:app_from_env()"
+WSGI_APP = "hango.api.wsgi:app_from_env()"
 
 
 class _Server(BaseApplication):  # type: ignore[misc]

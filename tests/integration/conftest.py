@@ -11,8 +11,8 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from api import create_app
 from hango import tenancy
+from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
 

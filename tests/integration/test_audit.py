@@ -139,8 +139,8 @@ def test_a_request_on_several_targets_writes_one_row_per_target(
     db: Database,
     tenant: TenantFixture,  # type: ignore[no-untyped-def]
 ) -> None:
-    from api import create_app
-    from api.audit import audit_target, audited
+    from hango.api import create_app
+    from hango.api.audit import audit_target, audited
 
     app = create_app(settings, db=db)
     action = f"batch.{uuid.uuid4().hex[:6]}"

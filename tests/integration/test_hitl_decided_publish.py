@@ -15,7 +15,7 @@ import urllib.request
 import uuid
 from datetime import timedelta
 
-from api import create_app
+from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state

@@ -12,7 +12,7 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select, text
 
-from api import create_app
+from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
 from hango.models import File

@@ -6,7 +6,7 @@ import re
 
 from flask.testing import FlaskClient
 
-from api import create_app
+from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
 

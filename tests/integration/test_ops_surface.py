@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from api import create_app
+from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state

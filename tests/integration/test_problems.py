@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from flask.testing import FlaskClient
 
-from api import create_app
+from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
 from tests.integration.conftest import TenantFixture, bearer

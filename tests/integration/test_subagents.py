@@ -261,7 +261,7 @@ def test_a_crash_mid_child_resumes_the_child_without_rerunning_its_completed_cal
     import os
     import signal
 
-    from api import create_app
+    from hango.api import create_app
     from tests.support.processes import wait_until, worker
 
     own = settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}")

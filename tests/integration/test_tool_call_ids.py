@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from api import create_app
+from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
 from hango.queue import PING_TASK

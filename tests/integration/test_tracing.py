@@ -116,7 +116,7 @@ def test_a_worker_exports_its_spans_over_otlp_when_configured(
     import os
     import threading
 
-    from api import create_app
+    from hango.api import create_app
     from tests.integration.conftest import create_agent, start_run, wait_for_state
     from tests.support.processes import wait_until, worker
 
