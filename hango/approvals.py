@@ -135,10 +135,9 @@ def decide(
         run = run_store.get_run(work.session, principal, run_id, for_update=True)
         rows = store.of_run(work.session, run)
         try:
-            with work.session.begin_nested():
-                chosen = _store_decisions(runtime, work, principal, run, rows, body, trace_id)
+            decisions, chosen = _checked(runtime, principal, run, rows, body)
         except HangoError as refusal:
-            work.discard_after_commit()
+            # Every check comes before the first write, so the refusal's audit rows are all this commits.
             insert_audit_events(
                 work.session, _refusal_audit(principal, run, named_approvals(rows, body), refusal, trace_id)
             )
@@ -146,6 +145,7 @@ def decide(
             refused: HangoError | None = refusal
         else:
             refused = None
+            _store_decisions(work, principal, run, decisions, chosen, trace_id)
     if refused is not None:
         raise refused
     for row in chosen:
@@ -162,21 +162,27 @@ def decide(
     return Decided(run, chosen)
 
 
-def _store_decisions(
-    runtime: Runtime,
-    work: Work,
-    principal: Principal,
-    run: Run,
-    rows: list[PendingApproval],
-    body: Any,
-    trace_id: str | None,
-) -> list[PendingApproval]:
+def _checked(
+    runtime: Runtime, principal: Principal, run: Run, rows: list[PendingApproval], body: Any
+) -> tuple[list[dict[str, Any]], list[PendingApproval]]:
+    """The request's decisions and the approvals they name, once every check passed (403, then 400, then 409)."""
     if not principal.is_manager:
         raise Forbidden("only an owner or admin may decide approvals; a member never may, not even for their own run")
     decisions = _parse(body)
     chosen = _resolve(decisions, rows)
     _check(runtime, run, decisions, chosen)
     _check_complete(run, rows, chosen)
+    return decisions, chosen
+
+
+def _store_decisions(
+    work: Work,
+    principal: Principal,
+    run: Run,
+    decisions: list[dict[str, Any]],
+    chosen: list[PendingApproval],
+    trace_id: str | None,
+) -> None:
     now = datetime.now(UTC)
     audit = [
         _audit(principal, _named(row, decision), trace_id) for decision, row in zip(decisions, chosen, strict=True)
@@ -192,7 +198,6 @@ def _store_decisions(
         row.decision_message = decision.get("message", "")
     transitions.requeue_decided(work, run, chosen)
     insert_audit_events(work.session, audit)
-    return chosen
 
 
 def _refusal_audit(

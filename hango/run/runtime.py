@@ -98,13 +98,6 @@ class Work:
             {"tenant_id": tenant_id, "run_id": event.run_id, "seq": event.seq, "type": event.type, "data": event.data}
         )
 
-    def discard_after_commit(self) -> None:
-        """Forget the events and enqueues gathered so far (their writes were rolled back to a savepoint)."""
-        self._emitted.clear()
-        self._rows.clear()
-        self.events.clear()
-        self.enqueues.clear()
-
     def enqueue_after_commit(self, run: Run) -> None:
         """Enqueue the run's current queued generation once the transaction has committed."""
         self.enqueues.append((run.id, run.queue_generation))

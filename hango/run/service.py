@@ -54,13 +54,15 @@ def create_run(runtime: Runtime, principal: Principal, agent_id: uuid.UUID, mess
             state="queued",
             queue_generation=1,
             state_json={},
+            # A new run's counters start where its first events and messages end: no row to bump.
             message_seq=len(messages),
+            event_seq=1 + len(messages),
         )
         work.session.add(run)
         work.session.flush()
-        work.emit(run, "run.queued", {"reason": "created"})
-        for row in insert_messages(work.session, run, messages, None, first_seq=1):
-            work.emit(run, "message.created", message_json(row))
+        rows = insert_messages(work.session, run, messages, None, first_seq=1)
+        events = [("run.queued", {"reason": "created"}), *(("message.created", message_json(row)) for row in rows)]
+        work.numbered(run, events)
         work.enqueue_after_commit(run)
     return run
 

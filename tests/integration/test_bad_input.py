@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,10 +15,14 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
+from hango.agent.messages import user_message
+from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
 from hango.models import Agent, ApiToken, File, Membership, Message, PendingApproval, Run, User
-from tests.integration.conftest import TenantFixture, create_agent, start_run
+from hango.run import service
+from hango.run.runtime import Runtime
+from tests.integration.conftest import TenantFixture, create_agent
 
 BAD_BODIES: list[tuple[str, str]] = [
     ("application/json", "{"),
@@ -135,22 +140,32 @@ class Targets:
 
 
 @pytest.fixture
-def targets(client: FlaskClient, tenant: TenantFixture) -> Targets:
+def targets(client: FlaskClient, tenant: TenantFixture, settings: Settings, db: Database) -> Targets:
     agent_id = create_agent(client, tenant.owner, [])
-    return Targets(agent_id, start_run(client, tenant.owner, agent_id), tenant)
+    # Created on a queue no worker listens on: the run stays queued, so a worker the session started for other
+    # tests cannot change the snapshot while a refused request is being checked.
+    runtime = Runtime.build(settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}"), db=db)
+    owner = Principal(tenant.id, tenant.owner.user_id, "owner")
+    run = service.create_run(runtime, owner, uuid.UUID(agent_id), [user_message("go")])
+    return Targets(agent_id, str(run.id), tenant)
 
 
 def _state(db: Database, tenant: TenantFixture) -> tuple[Any, ...]:
     """Every row a body endpoint of this tenant could write, except the audit trail (refusals are audited)."""
     with db.transaction() as session:
         counts = tuple(
-            session.scalar(select(func.count()).select_from(model)) or 0
-            for model in (User, Membership, ApiToken, Agent, Run, File, Message)
+            session.scalar(select(func.count()).select_from(model).where(model.tenant_id == tenant.id)) or 0
+            for model in (Membership, ApiToken, Agent, Run, File, Message)
         )
+        counts += (session.scalar(select(func.count()).select_from(User)) or 0,)
         agents = session.execute(
             select(Agent.id, Agent.updated_at, Agent.name).where(Agent.tenant_id == tenant.id).order_by(Agent.id)
         ).all()
-        approvals = session.execute(select(PendingApproval.id, PendingApproval.state).order_by(PendingApproval.id))
+        approvals = session.execute(
+            select(PendingApproval.id, PendingApproval.state)
+            .where(PendingApproval.tenant_id == tenant.id)
+            .order_by(PendingApproval.id)
+        )
         runs = session.execute(select(Run.id, Run.state).where(Run.tenant_id == tenant.id).order_by(Run.id)).all()
         return counts, tuple(agents), tuple(approvals.all()), tuple(runs)
 
