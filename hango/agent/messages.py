@@ -10,6 +10,8 @@ the same values:
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -54,19 +56,31 @@ class Message:
     seq: int | None = None
     subagent_call_id: str | None = None
 
+    # A message's content is never changed once it is built, so what is derived from it is computed once: a
+    # resumed loop reads these for every message of a long history at each step.
+
     @property
     def tool_calls(self) -> list[ToolCall]:
         """The ``tool_use`` blocks of an assistant message, in order."""
-        return [
+        return list(self._tool_calls)
+
+    @functools.cached_property
+    def _tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(
             ToolCall(block["id"], block["name"], dict(block.get("input") or {}))
             for block in self.content
             if block.get("type") == "tool_use"
-        ]
+        )
 
-    @property
-    def tool_result_ids(self) -> set[str]:
+    @functools.cached_property
+    def tool_result_ids(self) -> frozenset[str]:
         """The ids answered by the ``tool_result`` blocks of this message."""
-        return {block["tool_use_id"] for block in self.content if block.get("type") == "tool_result"}
+        return frozenset(block["tool_use_id"] for block in self.content if block.get("type") == "tool_result")
+
+    @functools.cached_property
+    def encoded_size(self) -> int:
+        """The length of the content as JSON text."""
+        return len(json.dumps(self.content))
 
     @property
     def text(self) -> str:

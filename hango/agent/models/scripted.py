@@ -8,7 +8,6 @@ once the script is used up it answers ``done``.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 from hango.agent.messages import AssistantTurn, Message, ToolCall, Usage
@@ -25,7 +24,7 @@ def generated_call_id(scope: str, turn: int, index: int) -> str:
 
 def _estimate_tokens(messages: list[Message], system: str) -> int:
     # A stable stand-in for a tokenizer (about four characters a token), so usage is recorded and comparable.
-    size = len(system) + sum(len(json.dumps(message.content)) for message in messages)
+    size = len(system) + sum(message.encoded_size for message in messages)
     return max(1, size // 4)
 
 
