@@ -9,6 +9,7 @@ in the same transaction as the batch's filesystem changes, after the whole batch
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -77,6 +78,10 @@ class LoopPort(Protocol):
         """Open a tool batch's transaction; it commits when the block ends without error."""
         ...
 
+    def files(self) -> AbstractContextManager[FileSystem]:
+        """A read view of the run's filesystem in a short transaction (reviews take it; they read nothing yet)."""
+        ...
+
 
 @dataclass(frozen=True)
 class LoopConfig:
@@ -142,9 +147,19 @@ class AgentLoop:
             if scope.state.turn >= self._config.max_turns:
                 return Failed(f"the run reached its limit of {self._config.max_turns} turns")
             turn = self._call_model(scope)
+            message = turn.message()
+            scope.state.messages.append(message)
+            held = self._review(scope, turn.tool_calls)
+            if held:
+                # The turn and its suspension commit together: the caller stores the message with the approvals.
+                suspended = self._suspend(scope, turn.tool_calls, held)
+                return dataclasses.replace(suspended, unsaved=(message,), usage=turn.usage)
+            self._port.check_active()
+            [stored] = self._port.append([message], scope.state, turn.usage)
+            scope.state.messages[-1] = stored
             if not turn.tool_calls:
                 return Done(turn.text)
-            outcome = self.run_batch(scope, turn.tool_calls)
+            outcome = self.run_batch(scope, turn.tool_calls, reviewed=True)
             if outcome is not None:
                 return outcome
 
@@ -156,11 +171,15 @@ class AgentLoop:
             max_tokens=self._config.max_tokens,
         )
         answered = self._chain.model_call(ModelCall(request, scope), lambda call: self._model.complete(call.request))
-        turn = self._with_unique_ids(answered, scope.state.messages)
-        self._port.check_active()
-        [message] = self._port.append([turn.message()], scope.state, turn.usage)
-        scope.state.messages.append(message)
-        return turn
+        return self._with_unique_ids(answered, scope.state.messages)
+
+    def _review(self, scope: LoopScope, calls: Sequence[ToolCall]) -> list[PendingCall]:
+        """The calls of a batch that must wait for a human (:meth:`Chain.review`); nothing runs here."""
+        if not calls:
+            return []
+        with self._port.files() as files:
+            reviewed = [self._chain.review(self._request(scope, call, files)) for call in calls]
+        return [pending for pending in reviewed if pending is not None]
 
     def _with_unique_ids(self, turn: AssistantTurn, history: Sequence[Message]) -> AssistantTurn:
         unique = unique_call_ids(turn, history, self._taken_ids)
@@ -176,18 +195,17 @@ class AgentLoop:
     def _tool_specs(self) -> list[ToolSpec]:
         return [tool.spec() for name in self._config.tool_names if (tool := self._tools.get(name)) is not None]
 
-    def run_batch(self, scope: LoopScope, calls: Sequence[ToolCall]) -> Outcome | None:
+    def run_batch(self, scope: LoopScope, calls: Sequence[ToolCall], *, reviewed: bool = False) -> Outcome | None:
         """Run one batch through the tool chain and persist its results together; ``None`` to keep looping.
 
-        The batch is reviewed first (:meth:`Chain.review`); if any call needs a human, the loop suspends before a
-        single call ran.
+        The batch is reviewed first (:meth:`Chain.review`) unless the caller just did; if any call needs a human,
+        the loop suspends before a single call ran.
         """
+        held = [] if reviewed else self._review(scope, calls)
+        if held:
+            return self._suspend(scope, calls, held)
         self._port.check_active()
         with self._port.batch() as batch:
-            reviewed = [self._chain.review(self._request(scope, call, batch.files)) for call in calls]
-            held = [pending for pending in reviewed if pending is not None]
-            if held:
-                return self._suspend(scope, calls, held)
             results: dict[str, ToolResult] = {}
             waiting: list[PendingCall] = []
             # Delegating calls (children) run first: if one suspends, no other call of the batch has run.

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hango.agent.messages import Message, ToolCall
+from hango.agent.messages import Message, ToolCall, Usage
 from hango.errors import HangoError
 
 STATE_VERSION = 1
@@ -124,6 +124,10 @@ class AwaitingApproval:
 
     pending: tuple[PendingCall, ...]
     batch: tuple[str, ...]
+    # The turn that asked for the batch, when the suspension came straight after it: the caller stores it in the
+    # suspension's own transaction, with its token usage.
+    unsaved: tuple[Message, ...] = ()
+    usage: Usage | None = None
 
 
 Outcome = Done | Failed | Cancelled | AwaitingApproval

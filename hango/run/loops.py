@@ -155,7 +155,12 @@ class Loops:
             if subagent_call_id is None:
                 self.span_context = span.get_span_context()
         if isinstance(outcome, AwaitingApproval) and subagent_call_id is not None:
-            port.save_state(state)
+            # A child's suspension is stored here (its turn, when the turn asked for the held batch); the run's
+            # own goes with the suspend transition.
+            if outcome.unsaved:
+                port.append(list(outcome.unsaved), state, outcome.usage)
+            else:
+                port.save_state(state)
         return outcome, state
 
 

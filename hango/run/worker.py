@@ -21,6 +21,7 @@ from hango.logs import run_logging
 from hango.models import PendingApproval, Run
 from hango.run import transitions
 from hango.run.loops import Loops, LoopSpec, StoredLoop
+from hango.run.persistence import write_messages
 from hango.run.runtime import Runtime, unit_of_work
 from hango.run.transitions import Lease
 from hango.store.messages import tool_call_ids
@@ -81,7 +82,7 @@ def _execute(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Execution:
         except Exception as exc:  # the worker boundary: record why the run failed, then keep serving
             outcome, state = unexpected_failure(exc, run.id), None
     if isinstance(outcome, AwaitingApproval) and state is not None:
-        return _suspend(runtime, lease, _approvals(run, state, outcome), state, loops.span_context)
+        return _suspend(runtime, lease, outcome, _approvals(run, state, outcome), state, loops.span_context)
     return _finish(runtime, lease, outcome)
 
 
@@ -121,9 +122,15 @@ def _approvals(run: Run, state: LoopState, outcome: AwaitingApproval) -> list[Pe
 
 
 def _suspend(
-    runtime: Runtime, lease: Lease, rows: list[PendingApproval], state: LoopState, span: SpanContext | None
+    runtime: Runtime,
+    lease: Lease,
+    outcome: AwaitingApproval,
+    rows: list[PendingApproval],
+    state: LoopState,
+    span: SpanContext | None,
 ) -> Execution:
-    """Persist the batch's pending approvals, the state and the ``awaiting_approval`` transition in one transaction."""
+    """Persist the turn that asked for the batch (when unsaved), the batch's pending approvals, the state and the
+    ``awaiting_approval`` transition in one transaction."""
     # What the resumed trace links back to.
     context = (
         {"trace_id": format(span.trace_id, "032x"), "span_id": format(span.span_id, "016x")}
@@ -132,6 +139,8 @@ def _suspend(
     )
     try:
         with unit_of_work(runtime) as work:
+            if outcome.unsaved:  # the turn that asked for the held batch commits with its suspension
+                write_messages(work, lease, list(outcome.unsaved), state, usage=outcome.usage)
             transitions.suspend(work, lease, rows, dump_state(state), context)
     except RunStopped:
         return "stopped"

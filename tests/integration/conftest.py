@@ -96,10 +96,11 @@ def worker_process(settings: Settings) -> Any:
     """A real ``hango worker --beat`` on this session's queue, for every test that runs agents."""
     from tests.support.processes import worker
 
-    # Tests with a worker of their own share this database: with the short requeue delay, this worker's reconciler
-    # would re-enqueue their runs onto its own queue while their worker is still booting, and run them with the
-    # wrong settings. Lost leases are still reclaimed at once; only runs left queued wait longer here.
-    patient = settings.replace(requeue_after=timedelta(seconds=120))
+    # Tests with workers of their own share this database. This worker's reconciler would take their runs onto its
+    # own queue and run them with the wrong settings: re-enqueue runs left queued while their worker is still
+    # booting, or reclaim the lease of a worker a durability test killed before that test's own reconciler does.
+    # So it practically never reconciles; the tests that need a reconciler start a worker with beat of their own.
+    patient = settings.replace(requeue_after=timedelta(seconds=600), reconcile_interval=timedelta(seconds=600))
     with worker(patient, concurrency=2, beat=True, name="session") as process:
         yield process
 
