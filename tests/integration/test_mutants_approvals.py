@@ -552,3 +552,34 @@ def test_the_approval_lists_show_the_runs_and_the_tenants_approvals(runtime: Run
     ]
     with pytest.raises(NotFound):
         approvals.list_for_run(runtime, run.member, uuid.uuid4(), "all", PageRequest())
+
+
+def test_a_refused_request_is_audited_as_denied_or_as_an_error_naming_the_refusal(
+    runtime: Runtime, db: Database, make: Any
+) -> None:
+    run = make(_write("w"))
+    with pytest.raises(Forbidden) as denied:
+        approvals.decide(
+            runtime, run.member, run.run.id, {"decisions": [{"tool_call_id": "w", "decision": "approve"}]}, "t1"
+        )
+    unknown = {"decisions": [{"tool_call_id": "nope", "decision": "approve"}]}
+    with pytest.raises(InvalidInput) as invalid:
+        approvals.decide(runtime, run.owner, run.run.id, unknown, "t2")
+    # The rows are written: the edge must not audit these refusals a second time.
+    assert denied.value.audited is True
+    assert invalid.value.audited is True
+    with db.transaction() as session:
+        rows = session.scalars(
+            select(AuditEvent)
+            .where(AuditEvent.tenant_id == run.owner.tenant_id, AuditEvent.action == "approval.decide")
+            .order_by(AuditEvent.created_at)
+        ).all()
+        seen = [(row.actor_id, row.target_kind, row.target_id, row.outcome, row.detail, row.trace_id) for row in rows]
+    member = run.member.user_id
+    named = {"decided_by": str(member), "decision": "approve", "tool_name": "write_file", "tool_call_id": "w"}
+    assert seen == [
+        # A 403 is denied, and its row is the call's that the request names.
+        (member, "pending_approval", str(run.rows["w"].id), "denied", named | {"refusal": "Forbidden"}, "t1"),
+        # Any other refusal is an error; naming no known call, the row is the run's.
+        (run.owner.user_id, "run", str(run.run.id), "error", {"refusal": "InvalidInput"}, "t2"),
+    ]
