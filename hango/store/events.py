@@ -45,4 +45,4 @@ def reserve(session: Session, run_id: uuid.UUID, count: int) -> int:
 def insert_events(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Insert numbered events (``tenant_id``, ``run_id``, ``seq``, ``type``, ``data``) in one statement."""
     if rows:
-        session.execute(insert(RunEvent).values(list(rows)))  # one multi-row statement, not one per event
+        session.execute(insert(RunEvent), list(rows))
