@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from hango.agent.messages import Message
@@ -37,7 +37,11 @@ def to_message(row: MessageRow) -> Message:
 def insert_messages(
     session: Session, run: Run, messages: Sequence[Message], subagent_call_id: uuid.UUID | None, first_seq: int
 ) -> list[MessageRow]:
-    """Insert messages numbered from ``first_seq`` (a range the caller reserved on the run's counter) at once."""
+    """Insert messages numbered from ``first_seq`` (a range the caller reserved on the run's counter) at once.
+
+    One Core ``executemany`` (the driver pages it into multi-row statements), not the ORM's unit of work: the rows
+    returned describe what was written and are not attached to the session.
+    """
     rows = [
         MessageRow(
             tenant_id=run.tenant_id,
@@ -49,8 +53,8 @@ def insert_messages(
         )
         for index, message in enumerate(messages)
     ]
-    session.add_all(rows)
-    session.flush()
+    columns = ("tenant_id", "run_id", "seq", "role", "content", "subagent_call_id")
+    session.execute(insert(MessageRow), [{name: getattr(row, name) for name in columns} for row in rows])
     return rows
 
 
