@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -103,6 +105,16 @@ def worker_process(settings: Settings) -> Any:
     patient = settings.replace(requeue_after=timedelta(seconds=600), reconcile_interval=timedelta(seconds=600))
     with worker(patient, concurrency=2, beat=True, name="session") as process:
         yield process
+
+
+@pytest.fixture
+def far_east(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process's clock 14 hours ahead of UTC: what it stores and compares must still be UTC."""
+    monkeypatch.setenv("TZ", "HANGO-14")  # POSIX spelling of UTC+14, needs no time zone database
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 def create_agent(client: FlaskClient, person: Person, script: list[dict[str, Any]], **config: Any) -> str:

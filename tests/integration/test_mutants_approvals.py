@@ -8,7 +8,6 @@ test calls ``hango.approvals`` without a worker. Written to kill the mutants tha
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -151,16 +150,6 @@ def _refused(runtime: Runtime, db: Database, run: Suspended, body: Any, error: t
     assert _events(db, run.run) == []
     assert [row for row in _audit(db, run) if row.outcome == "success"] == []
     return raised.value
-
-
-@pytest.fixture
-def far_east(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The API's host 14 hours ahead of UTC: decision times must still be stored as UTC."""
-    monkeypatch.setenv("TZ", "HANGO-14")  # POSIX spelling of UTC+14, needs no time zone database
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 @pytest.mark.usefixtures("far_east")

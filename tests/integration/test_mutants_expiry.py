@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -36,16 +35,6 @@ NOW = datetime.now(UTC)
 @pytest.fixture
 def runtime(settings: Settings, db: Database) -> Runtime:
     return Runtime.build(settings.replace(queue=f"nowhere-{uuid.uuid4().hex[:8]}", approval_ttl=TTL), db=db)
-
-
-@pytest.fixture
-def far_east(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The sweeper's host 14 hours ahead of UTC: the TTL must still be counted in UTC."""
-    monkeypatch.setenv("TZ", "HANGO-14")  # POSIX spelling of UTC+14, needs no time zone database
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 @pytest.fixture
