@@ -65,22 +65,24 @@ def write_messages(
     if usage is not None:
         values["input_tokens"] = Run.input_tokens + usage.input_tokens
         values["output_tokens"] = Run.output_tokens + usage.output_tokens
-    run = run_store.advance(work.session, lease.run_id, lease.owner, values, events=len(events) + len(messages))
-    if run is None:
-        raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
+    run = fenced(work, lease, values, events=len(events) + len(messages))
     rows = insert_messages(work.session, run, messages, subagent_call_id, run.message_seq - len(messages) + 1)
     if subagent_call_id is not None:
-        save_state(work.session, run, state, subagent_call_id)
+        subagent_store.save_state(work.session, run.id, subagent_call_id, dump_state(state))
     work.numbered(run, [*events, *(("message.created", message_json(row)) for row in rows)])
     return [to_message(row) for row in rows]
 
 
-def save_state(session: Session, run: Run, state: LoopState, subagent_call_id: uuid.UUID | None) -> None:
-    """Store a loop's state: the run's own in ``runs.state_json``, a child's in its ``subagent_calls`` row."""
-    if subagent_call_id is None:
-        run.state_json = dump_state(state)
-        return
-    subagent_store.save_state(session, run.id, subagent_call_id, dump_state(state))
+def fenced(work: Work, lease: Lease, values: dict[str, Any], *, events: int = 0) -> Run:
+    """Write a running run's row under this worker's lease (taking ``events`` event numbers with it).
+
+    Raises:
+        RunStopped: the run is no longer running under this worker.
+    """
+    run = run_store.advance(work.session, lease.run_id, lease.owner, values, events=events)
+    if run is None:
+        raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
+    return run
 
 
 @dataclass
@@ -152,17 +154,16 @@ class RunPersistence:
             return write_messages(work, self._lease, messages, state, self.subagent_call_id, usage=usage)
 
     def save_state(self, state: LoopState) -> None:
-        """Store the loop's state alone (a child suspending inside its parent's batch)."""
+        """Store a child loop's state alone (a child suspending inside its parent's batch), fenced."""
+        assert self.subagent_call_id is not None, "a run's own state is stored with its messages or its suspension"
         with unit_of_work(self._runtime) as work:
-            save_state(work.session, locked_active_run(work.session, self._lease), state, self.subagent_call_id)
+            fenced(work, self._lease, {"updated_at": datetime.now(UTC)})
+            subagent_store.save_state(work.session, self.run_id, self.subagent_call_id, dump_state(state))
 
     def tool_started(self, call: ToolCall) -> None:
         """Emit ``tool.started`` before the call runs (fenced: a run no longer this worker's stops here)."""
         with unit_of_work(self._runtime) as work:
-            values = {"updated_at": datetime.now(UTC)}
-            run = run_store.advance(work.session, self._lease.run_id, self._lease.owner, values, events=1)
-            if run is None:
-                raise RunStopped(f"run {self.run_id} is no longer running under this worker")
+            run = fenced(work, self._lease, {"updated_at": datetime.now(UTC)}, events=1)
             work.numbered(run, [("tool.started", {"tool_call_id": call.id, "tool_name": call.name})])
 
     @contextmanager
