@@ -163,6 +163,10 @@ class Settings(BaseSettings):
         default=64, description="JSON bodies nesting arrays and objects deeper than this are a 400"
     )
     db_pool_size: WholeNumber = Field(default=5, description="connections per process pool")
+    db_ping_after_idle: Duration = Field(
+        default=timedelta(seconds=10),
+        description="a pooled connection idle longer than this is checked with `SELECT 1` before use",
+    )
     log_level: LogLevel = Field(default="INFO", description="DEBUG … CRITICAL")
     queue: Name = Field(default="hango", description="the Celery queue runs travel on")
     run_lease: Duration = Field(default=timedelta(seconds=12), description="a worker's lease on a run")

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import URL, Engine, create_engine, make_url, text
+from sqlalchemy import URL, Engine, create_engine, event, exc, make_url, text
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+
+# When a pooled connection was last given back (or opened), in ``time.monotonic()`` seconds.
+_RETURNED_AT = "hango_returned_at"
 
 
 def engine_url(url: str) -> URL:
@@ -20,14 +27,14 @@ def engine_url(url: str) -> URL:
 class Database:
     """The process's connection pool and the one way to open a transaction on it."""
 
-    def __init__(self, url: str, *, pool_size: int = 5) -> None:
+    def __init__(self, url: str, *, pool_size: int = 5, ping_after_idle: timedelta = timedelta(seconds=10)) -> None:
         self.engine: Engine = create_engine(
             engine_url(url),
             pool_size=pool_size,
             max_overflow=pool_size,
-            pool_pre_ping=True,
             pool_recycle=1800,
         )
+        _ping_idle_connections(self.engine, ping_after_idle.total_seconds())
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager
@@ -47,3 +54,33 @@ class Database:
     def dispose(self) -> None:
         """Close every pooled connection (after fork, or at shutdown)."""
         self.engine.dispose()
+
+
+def _ping_idle_connections(engine: Engine, idle_seconds: float) -> None:
+    """Check a pooled connection with ``SELECT 1`` at checkout when it sat idle longer than ``idle_seconds``.
+
+    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: one more round trip per transaction, which a busy
+    worker pays several times per step. A connection given back moments ago is pinged by the statement it runs
+    next; one idle for longer (a database restart, a server-side timeout or a dropped TCP connection may have
+    closed it meanwhile) is pinged first and replaced when dead. A failure SQLAlchemy sees on a connection that
+    was not pinged invalidates the whole pool, so after a database restart at most the transactions in flight fail.
+    """
+
+    @event.listens_for(engine, "connect")
+    def opened(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        record.info[_RETURNED_AT] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def returned(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        record.info[_RETURNED_AT] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def checked_out(dbapi_connection: Any, record: ConnectionPoolEntry, proxy: PoolProxiedConnection) -> None:
+        if time.monotonic() - record.info.get(_RETURNED_AT, 0.0) <= idle_seconds:
+            return
+        try:
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        except engine.dialect.loaded_dbapi.Error as error:
+            # The pool discards this connection and checks out another (a fresh one if need be).
+            raise exc.DisconnectionError(f"a pooled connection idle for a while was dead: {error}") from error

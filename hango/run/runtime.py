@@ -46,7 +46,12 @@ class Runtime:
         tools.load_modules(settings.tool_modules)
         return cls(
             settings=settings,
-            db=db or Database(settings.require_database_url(), pool_size=settings.db_pool_size),
+            db=db
+            or Database(
+                settings.require_database_url(),
+                pool_size=settings.db_pool_size,
+                ping_after_idle=settings.db_ping_after_idle,
+            ),
             redis=client,
             queue=RunQueue(settings, client, make_celery(settings)),
             publisher=Publisher(client),
