@@ -3,8 +3,10 @@
 ``AgentLoop.run(state)`` drives model calls and tool batches until the model stops calling tools, the turn budget
 runs out, the run is stopped, or (with human-in-the-loop) a batch suspends. It never blocks waiting for anything
 outside; it returns a tagged :data:`~hango.agent.state.Outcome` and the caller owns the run's state transition.
-Every assistant message is persisted as soon as it is produced; each batch's tool results are persisted together,
-in the same transaction as the batch's filesystem changes, after the whole batch ran.
+Every assistant message that asks for tools is persisted as soon as it is produced; each batch's tool results are
+persisted together, in the same transaction as the batch's filesystem changes, after the whole batch ran. A turn
+that ends the loop (a final answer, or one whose batch must wait for a human) is handed back unsaved in the outcome:
+the caller stores it in the transaction that ends the loop or suspends it.
 """
 
 from __future__ import annotations
@@ -155,10 +157,11 @@ class AgentLoop:
                 suspended = self._suspend(scope, turn.tool_calls, held)
                 return dataclasses.replace(suspended, unsaved=(message,), usage=turn.usage)
             self._port.check_active()
+            if not turn.tool_calls:
+                # The last turn commits with the loop's end (the run's finish, a child's result).
+                return Done(turn.text, unsaved=(message,), usage=turn.usage)
             [stored] = self._port.append([message], scope.state, turn.usage)
             scope.state.messages[-1] = stored
-            if not turn.tool_calls:
-                return Done(turn.text)
             outcome = self.run_batch(scope, turn.tool_calls, reviewed=True)
             if outcome is not None:
                 return outcome

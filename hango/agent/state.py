@@ -92,9 +92,15 @@ def load_state(stored: dict[str, Any] | None, messages: list[Message]) -> LoopSt
 
 @dataclass(frozen=True)
 class Done:
-    """The model answered without tool calls."""
+    """The model answered without tool calls.
+
+    ``unsaved`` is that last turn (with its token usage): the caller stores it in the transaction that ends the
+    loop, as the run's ``finish`` or a child's result. Outcomes compare by ``text`` alone.
+    """
 
     text: str
+    unsaved: tuple[Message, ...] = field(default=(), compare=False)
+    usage: Usage | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

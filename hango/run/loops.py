@@ -154,14 +154,18 @@ class Loops:
             span.set_attribute("hango.run.outcome", outcome_name(outcome))
             if subagent_call_id is None:
                 self.span_context = span.get_span_context()
-        if isinstance(outcome, AwaitingApproval) and subagent_call_id is not None:
-            # A child's suspension is stored here (its turn, when the turn asked for the held batch); the run's
-            # own goes with the suspend transition.
-            if outcome.unsaved:
-                port.append(list(outcome.unsaved), state, outcome.usage)
-            else:
-                port.save_state(state)
+        if subagent_call_id is not None:
+            self._store_child_end(port, outcome, state)
         return outcome, state
+
+    @staticmethod
+    def _store_child_end(port: RunPersistence, outcome: Outcome, state: LoopState) -> None:
+        """Store how a child's loop ended: its last turn (a final answer, or the turn that asked for a held batch)
+        or, suspended with nothing unsaved, its state. The run's own loop stores these with its transition."""
+        if isinstance(outcome, Done | AwaitingApproval) and outcome.unsaved:
+            port.append(list(outcome.unsaved), state, outcome.usage)
+        elif isinstance(outcome, AwaitingApproval):
+            port.save_state(state)
 
 
 def outcome_name(outcome: Outcome) -> str:

@@ -58,19 +58,51 @@ def write_messages(
     One fenced statement reserves the messages' sequence numbers and writes the run's counters and state — and
     raises :class:`RunStopped` when this worker no longer holds the run — then one inserts the messages.
     """
-    values: dict[str, Any] = {"message_seq": Run.message_seq + len(messages), "updated_at": datetime.now(UTC)}
-    if subagent_call_id is None:
-        values["state_json"] = dump_state(state)
-        values["turn"] = Run.turn + sum(1 for message in messages if message.role == "assistant")
-    if usage is not None:
-        values["input_tokens"] = Run.input_tokens + usage.input_tokens
-        values["output_tokens"] = Run.output_tokens + usage.output_tokens
-    run = fenced(work, lease, values, events=len(events) + len(messages))
-    rows = insert_messages(work.session, run, messages, subagent_call_id, run.message_seq - len(messages) + 1)
-    if subagent_call_id is not None:
-        subagent_store.save_state(work.session, run.id, subagent_call_id, dump_state(state))
-    work.numbered(run, [*events, *(("message.created", message_json(row)) for row in rows)])
-    return [to_message(row) for row in rows]
+    new = NewMessages(messages, state, subagent_call_id, usage, events)
+    run = fenced(work, lease, new.values(), events=new.event_count())
+    work.numbered(run, new.insert(work, run))
+    return new.stored
+
+
+@dataclass
+class NewMessages:
+    """Messages appended by one fenced statement of the run's row: the counters and loop state it writes, and, once
+    it numbered them, the messages' rows and their ``message.created`` events (after ``events``).
+
+    It is a :class:`~hango.run.transitions.Carried` write too: a transition's own statement can take it, so the
+    turn that ends a run or asks for a suspension commits in that one statement.
+    """
+
+    messages: list[Message]
+    state: LoopState
+    subagent_call_id: uuid.UUID | None = None
+    usage: Usage | None = None
+    events: Sequence[tuple[str, dict[str, Any]]] = ()
+    stored: list[Message] = field(default_factory=list)
+
+    def values(self) -> dict[str, Any]:
+        """The run's fields this write moves."""
+        values: dict[str, Any] = {"message_seq": Run.message_seq + len(self.messages), "updated_at": datetime.now(UTC)}
+        if self.subagent_call_id is None:
+            values["state_json"] = dump_state(self.state)
+            values["turn"] = Run.turn + sum(1 for message in self.messages if message.role == "assistant")
+        if self.usage is not None:
+            values["input_tokens"] = Run.input_tokens + self.usage.input_tokens
+            values["output_tokens"] = Run.output_tokens + self.usage.output_tokens
+        return values
+
+    def event_count(self) -> int:
+        """How many event numbers the write takes."""
+        return len(self.events) + len(self.messages)
+
+    def insert(self, work: Work, run: Run) -> list[tuple[str, dict[str, Any]]]:
+        """Insert the messages under the numbers ``run`` (the row the statement returned) reserved; their events."""
+        first = run.message_seq - len(self.messages) + 1
+        rows = insert_messages(work.session, run, self.messages, self.subagent_call_id, first)
+        if self.subagent_call_id is not None:
+            subagent_store.save_state(work.session, run.id, self.subagent_call_id, dump_state(self.state))
+        self.stored = [to_message(row) for row in rows]
+        return [*self.events, *(("message.created", message_json(row)) for row in rows)]
 
 
 def fenced(work: Work, lease: Lease, values: dict[str, Any], *, events: int = 0) -> Run:

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import DateTime, Numeric, Text, case, cast, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
@@ -46,6 +46,23 @@ CANCELLABLE: tuple[RunState, ...] = ("queued", "running", "awaiting_approval")
 # Where a suspension's start is kept until the run is claimed again (the loop state's private area).
 SUSPENDED_AT = ("private", "suspended_at")
 Reclaimed = Literal["requeued", "failed"]
+
+
+class Carried(Protocol):
+    """A worker's write that rides in a transition's own statement: the turn that asked for a suspension, or a
+    run's last turn (:class:`hango.run.persistence.NewMessages`)."""
+
+    def values(self) -> dict[str, Any]:
+        """The run's fields it moves (the transition's own fields win)."""
+        ...
+
+    def event_count(self) -> int:
+        """How many event numbers it takes, before the transition's own events."""
+        ...
+
+    def insert(self, work: Work, run: Run) -> list[tuple[str, dict[str, Any]]]:
+        """Write its rows, given the row the statement returned; its events."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -105,8 +122,10 @@ def suspend(
     approvals: Sequence[PendingApproval],
     state_json: dict[str, Any],
     trace_context: dict[str, Any] | None,
+    carried: Carried | None = None,
 ) -> Run:
-    """``running → awaiting_approval``: store the batch's approvals and the loop state, release the lease.
+    """``running → awaiting_approval``: store the batch's approvals and the loop state, release the lease; with
+    ``carried``, the turn that asked for the batch in the same statement.
 
     Raises:
         RunStopped: when this worker no longer holds the run (cancelled, or reclaimed after a lost lease).
@@ -125,7 +144,7 @@ def suspend(
         values["trace_context"] = trace_context
     events = [("approval.requested", approval_store.requested_event(row)) for row in approvals]
     events.append(("run.awaiting_approval", {"pending": [str(row.id) for row in approvals]}))
-    run = _held(work, lease, values, events)
+    run = _held(work, lease, values, events, carried)
     approval_store.insert_pending(work.session, approvals)
     return run
 
@@ -152,14 +171,21 @@ def requeue_decided(work: Work, run: Run, decided: Sequence[PendingApproval]) ->
     return moved
 
 
-def finish(work: Work, lease: Lease, state: Literal["succeeded", "failed"], error: str | None) -> Run:
-    """``running → succeeded | failed`` under this worker's lease.
+def finish(
+    work: Work,
+    lease: Lease,
+    state: Literal["succeeded", "failed"],
+    error: str | None,
+    carried: Carried | None = None,
+) -> Run:
+    """``running → succeeded | failed`` under this worker's lease; with ``carried``, the run's last turn in the
+    same statement.
 
     Raises:
         RunStopped: when this worker no longer holds the run.
     """
     values, finished = _ended(state, error)
-    return _held(work, lease, values, [finished])
+    return _held(work, lease, values, [finished], carried)
 
 
 def cancel(work: Work, run: Run) -> Run:
@@ -245,8 +271,13 @@ def _move(
     return run
 
 
-def _held(work: Work, lease: Lease, values: dict[str, Any], events: Events) -> Run:
-    run = _move(work, lease.run_id, RUNNING, values, events, owner=lease.owner)
+def _held(work: Work, lease: Lease, values: dict[str, Any], events: Events, carried: Carried | None = None) -> Run:
+    """A transition of a run this worker holds, with what ``carried`` writes in the same statement."""
+    if carried is not None:
+        values = {**carried.values(), **values}
+    taken = len(events) + (carried.event_count() if carried is not None else 0)
+    run = store.move(work.session, lease.run_id, RUNNING, values, owner=lease.owner, events=taken)
     if run is None:
         raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
+    work.numbered(run, [*(carried.insert(work, run) if carried is not None else []), *events])
     return run

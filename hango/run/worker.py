@@ -21,7 +21,7 @@ from hango.logs import run_logging
 from hango.models import PendingApproval, Run
 from hango.run import transitions
 from hango.run.loops import Loops, LoopSpec, StoredLoop
-from hango.run.persistence import write_messages
+from hango.run.persistence import NewMessages
 from hango.run.runtime import Runtime, unit_of_work
 from hango.run.transitions import Lease
 from hango.store.messages import tool_call_ids
@@ -83,7 +83,7 @@ def _execute(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Execution:
             outcome, state = unexpected_failure(exc, run.id), None
     if isinstance(outcome, AwaitingApproval) and state is not None:
         return _suspend(runtime, lease, outcome, _approvals(run, state, outcome), state, loops.span_context)
-    return _finish(runtime, lease, outcome)
+    return _finish(runtime, lease, outcome, state)
 
 
 def unexpected_failure(exc: Exception, run_id: uuid.UUID) -> Failed:
@@ -130,7 +130,7 @@ def _suspend(
     span: SpanContext | None,
 ) -> Execution:
     """Persist the turn that asked for the batch (when unsaved), the batch's pending approvals, the state and the
-    ``awaiting_approval`` transition in one transaction."""
+    ``awaiting_approval`` transition in one transaction (the run's row in one statement)."""
     # What the resumed trace links back to.
     context = (
         {"trace_id": format(span.trace_id, "032x"), "span_id": format(span.span_id, "016x")}
@@ -139,9 +139,9 @@ def _suspend(
     )
     try:
         with unit_of_work(runtime) as work:
-            if outcome.unsaved:  # the turn that asked for the held batch commits with its suspension
-                write_messages(work, lease, list(outcome.unsaved), state, usage=outcome.usage)
-            transitions.suspend(work, lease, rows, dump_state(state), context)
+            # The turn that asked for the held batch commits with its suspension.
+            turn = NewMessages(list(outcome.unsaved), state, usage=outcome.usage) if outcome.unsaved else None
+            transitions.suspend(work, lease, rows, dump_state(state), context, turn)
     except RunStopped:
         return "stopped"
     for row in rows:
@@ -157,14 +157,18 @@ def _suspend(
     return "suspended"
 
 
-def _finish(runtime: Runtime, lease: Lease, outcome: Outcome) -> Execution:
+def _finish(runtime: Runtime, lease: Lease, outcome: Outcome, loop: LoopState | None) -> Execution:
+    """The run's ``finish`` transition, with its last turn (a final answer) in the same statement."""
     if isinstance(outcome, Cancelled | AwaitingApproval):
         return "stopped"
     state: Literal["succeeded", "failed"] = "succeeded" if isinstance(outcome, Done) else "failed"
     error = outcome.error if isinstance(outcome, Failed) else None
+    last = None
+    if isinstance(outcome, Done) and outcome.unsaved and loop is not None:
+        last = NewMessages(list(outcome.unsaved), loop, usage=outcome.usage)
     try:
         with unit_of_work(runtime) as work:
-            transitions.finish(work, lease, state, error)
+            transitions.finish(work, lease, state, error, last)
     except RunStopped:
         return "stopped"
     log.info("run finished", extra={"run_id": str(lease.run_id), "state": state, "error": error})

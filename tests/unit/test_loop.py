@@ -50,7 +50,10 @@ def test_a_loop_persists_each_turn_and_each_batch_then_is_done() -> None:
     ]
     outcome = _loop(script, port).run(_start())
     assert outcome == Done("b")
-    assert [m.role for m in port.stored] == ["assistant", "tool", "assistant"]
+    # The final answer is handed back for the caller's finishing transaction, not stored by the loop.
+    assert [m.role for m in port.stored] == ["assistant", "tool"]
+    assert isinstance(outcome, Done)
+    assert [(m.role, m.content, m.seq) for m in outcome.unsaved] == [("assistant", [text_block("b")], None)]
     assert [block["content"] for block in port.stored[1].content] == ["X", "Y"]
     assert CALLS == ["x", "y"]
     assert port.started == [generated_call_id("run-1", 0, 0), generated_call_id("run-1", 0, 1)]
@@ -102,8 +105,10 @@ def test_resuming_after_a_crash_repairs_then_continues_without_rerunning_complet
     port = MemoryPort()
     outcome = _loop(script, port).run(LoopState(history))
     assert outcome == Done("finished")
+    assert isinstance(outcome, Done)
     assert CALLS == []
-    repair, final = port.stored
+    [repair] = port.stored
+    [final] = outcome.unsaved
     assert repair.content[0]["tool_use_id"] == "lost-call"
     assert repair.content[0]["content"] == "tool call interrupted"
     assert final.role == "assistant"
