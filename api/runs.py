@@ -11,8 +11,8 @@ import marshmallow as ma
 from flask import Response, request, stream_with_context
 from marshmallow import fields, validate
 
-from hango.api.audit import audit_target, audited
-from hango.api.context import principal, services
+from hango.api.audit import audit_written, audited
+from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, list_of, page_request
 from hango.errors import InvalidInput
@@ -97,8 +97,8 @@ MessageList = list_of(MessageOut, "MessageList")
 def create_run(body: dict[str, Any]) -> RunRow:
     """Start a run of an agent; it is queued and a worker picks it up."""
     messages = service.input_messages(body.get("input"), body.get("messages"))
-    run = service.create_run(services().runtime, principal(), body["agent_id"], messages)
-    audit_target("run", run.id, agent_id=str(run.agent_id))
+    run = service.create_run(services().runtime, principal(), body["agent_id"], messages, trace_id())
+    audit_written()  # with the run, in its transaction; a refusal above is audited by the hook
     return run
 
 

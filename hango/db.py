@@ -34,8 +34,18 @@ class Database:
             max_overflow=pool_size,
             pool_recycle=1800,
         )
-        _ping_idle_connections(self.engine, ping_after_idle.total_seconds())
+        # Single-statement reads on a small pool of their own in autocommit: no BEGIN and COMMIT round trips.
+        self.reader: Engine = create_engine(
+            engine_url(url),
+            pool_size=max(1, pool_size // 2),
+            max_overflow=pool_size,
+            pool_recycle=1800,
+            isolation_level="AUTOCOMMIT",
+        )
+        for engine in (self.engine, self.reader):
+            _ping_idle_connections(engine, ping_after_idle.total_seconds())
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._reads = sessionmaker(self.reader, expire_on_commit=False)
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
@@ -46,14 +56,30 @@ class Database:
         with self._sessions.begin() as session:
             yield session
 
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A session for one read statement, outside any transaction (autocommit).
+
+        Each statement sees the database as of its own start: use it where one statement answers the question
+        (a token's principal, a file's content), and :meth:`transaction` where several must agree or anything is
+        written.
+        """
+        with self._reads() as session:
+            yield session
+
     def ping(self) -> None:
         """Run a trivial query; raises when the database cannot be reached."""
         with self.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
 
+    def checked_out(self) -> int:
+        """Connections of this process's pools in use right now."""
+        return sum(engine.pool.checkedout() for engine in (self.engine, self.reader))  # type: ignore[attr-defined]
+
     def dispose(self) -> None:
         """Close every pooled connection (after fork, or at shutdown)."""
         self.engine.dispose()
+        self.reader.dispose()
 
 
 def _ping_idle_connections(engine: Engine, idle_seconds: float) -> None:

@@ -70,7 +70,7 @@ def create_tenant(db: Database, name: str, owner_email: str) -> NewTenant:
 
 def authenticate(db: Database, token: str) -> Principal:
     """The principal behind a bearer token; :class:`Unauthorized` for an unknown or revoked one."""
-    with db.transaction() as session:
+    with db.read() as session:
         principal = token_store.principal_for_hash(session, hash_token(token))
     if principal is None:
         raise Unauthorized("the bearer token is unknown or revoked")
@@ -85,7 +85,7 @@ def reauthenticate(db: Database, principal: Principal) -> Principal:
     """
     if principal.token_id is None:  # an internal principal, not a bearer token: nothing can revoke it
         return principal
-    with db.transaction() as session:
+    with db.read() as session:
         current = token_store.principal_for_token(session, principal.token_id)
     if current is None:
         raise Unauthorized("the bearer token was revoked or its user removed from the tenant")

@@ -84,7 +84,7 @@ def create_worker_app(settings: Settings) -> Celery:
         runtime = process.runtime()
         stats = {
             "pid": os.getpid(),
-            "connections_checked_out": runtime.db.engine.pool.checkedout(),  # type: ignore[attr-defined]
+            "connections_checked_out": runtime.db.checked_out(),
             "threads": sorted(thread.name for thread in threading.enumerate()),
         }
         runtime.redis.lpush(reply_to, json.dumps(stats))

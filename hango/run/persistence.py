@@ -206,8 +206,9 @@ class RunPersistence:
 
     @contextmanager
     def files(self) -> Iterator[FileSystem]:
-        """A short transaction over the run's filesystem."""
-        with self._runtime.db.transaction() as session:
+        """A read view of the run's filesystem (reviews and the memory middleware read one file each), outside any
+        transaction."""
+        with self._runtime.db.read() as session:
             yield self._files(session)
 
     def _files(self, session: Session) -> FileSystem:

@@ -19,6 +19,7 @@ from hango.store import agents as agent_store
 from hango.store import events as event_store
 from hango.store import messages as message_store
 from hango.store import runs as run_store
+from hango.store.audit import AuditRecord, insert_audit_events
 from hango.store.messages import insert_messages, message_json
 
 
@@ -41,8 +42,11 @@ def input_messages(text: str | None, messages: list[dict[str, Any]] | None) -> l
     return converted
 
 
-def create_run(runtime: Runtime, principal: Principal, agent_id: uuid.UUID, messages: list[Message]) -> Run:
-    """Snapshot the agent, store the run ``queued`` with its input, and enqueue it after commit."""
+def create_run(
+    runtime: Runtime, principal: Principal, agent_id: uuid.UUID, messages: list[Message], trace_id: str | None = None
+) -> Run:
+    """Snapshot the agent, store the run ``queued`` with its input and its ``run.create`` audit row, and enqueue it
+    after commit (a refusal, such as an unknown agent, writes nothing: the API audits it)."""
     with unit_of_work(runtime) as work:
         agent = agent_store.get_agent(work.session, principal.tenant_id, agent_id)
         run = Run(
@@ -63,8 +67,23 @@ def create_run(runtime: Runtime, principal: Principal, agent_id: uuid.UUID, mess
         rows = insert_messages(work.session, run, messages, None, first_seq=1)
         events = [("run.queued", {"reason": "created"}), *(("message.created", message_json(row)) for row in rows)]
         work.numbered(run, events)
+        insert_audit_events(work.session, [_created(principal, run, trace_id)])
         work.enqueue_after_commit(run)
     return run
+
+
+def _created(principal: Principal, run: Run, trace_id: str | None) -> AuditRecord:
+    return AuditRecord(
+        tenant_id=principal.tenant_id,
+        actor_kind="user",
+        actor_id=principal.user_id,
+        action="run.create",
+        target_kind="run",
+        target_id=str(run.id),
+        outcome="success",
+        detail={"agent_id": str(run.agent_id)},
+        trace_id=trace_id,
+    )
 
 
 def cancel_run(runtime: Runtime, principal: Principal, run_id: uuid.UUID) -> Run:

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from hango.db import Database
 from hango.models import AuditEvent
-from tests.integration.conftest import TenantFixture
+from tests.integration.conftest import TenantFixture, create_agent
 
 
 def _trail(client: FlaskClient, tenant: TenantFixture, **filters: str) -> list[dict[str, Any]]:
@@ -37,6 +37,27 @@ def test_a_successful_create_is_audited_with_actor_target_and_trace(tenant: Tena
     assert row["outcome"] == "success"
     assert row["detail"] == {"role": "admin"}
     assert row["trace_id"] == trace
+
+
+def test_a_run_is_audited_in_its_own_transaction_and_a_refused_one_by_the_hook(
+    tenant: TenantFixture, client: FlaskClient
+) -> None:
+    member = tenant.add("member")
+    agent_id = create_agent(client, tenant.owner, [{"text": "hi"}])
+    trace = uuid.uuid4().hex
+    headers = {**member.headers, "traceparent": f"00-{trace}-{'1' * 16}-01"}
+    created = client.post("/v1/runs", json={"agent_id": agent_id, "input": "go"}, headers=headers)
+    assert created.status_code == 202, created.json
+    unknown = str(uuid.uuid4())
+    assert client.post("/v1/runs", json={"agent_id": unknown, "input": "go"}, headers=headers).status_code == 404
+    refused, row = _trail(client, tenant, action="run.create")
+    assert (row["actor_id"], row["target_kind"], row["target_id"]) == (
+        str(member.user_id),
+        "run",
+        created.json["id"],
+    )
+    assert (row["outcome"], row["detail"], row["trace_id"]) == ("success", {"agent_id": agent_id}, trace)
+    assert (refused["outcome"], refused["target_id"], refused["detail"]) == ("error", None, {"status": 404})
 
 
 def test_a_forbidden_request_is_audited_as_denied(tenant: TenantFixture, client: FlaskClient) -> None:
