@@ -72,6 +72,12 @@ def dump_state(state: LoopState) -> dict[str, Any]:
     return {"version": STATE_VERSION, "private": private}
 
 
+def holds_batch(stored: dict[str, Any] | None) -> bool:
+    """Whether a stored state keeps a suspended batch: only then can a human's decision still wait to be applied
+    (a batch's results clear it in the same transaction)."""
+    return bool(((stored or {}).get("private") or {}).get(_BATCH_KEY))
+
+
 def load_state(stored: dict[str, Any] | None, messages: list[Message]) -> LoopState:
     """A loop's state from its stored JSON and history; refuses states from a newer schema clearly."""
     if not stored:

@@ -22,7 +22,7 @@ from hango.agent.messages import Message
 from hango.agent.middleware.hitl import load_decisions, require_decisions_applied
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.factory import build_model
-from hango.agent.state import AwaitingApproval, Decision, Done, Failed, LoopState, Outcome, load_state
+from hango.agent.state import AwaitingApproval, Decision, Done, Failed, LoopState, Outcome, holds_batch, load_state
 from hango.agent.tools.base import ToolLimits
 from hango.agent.tools.task import RUNNER_KEY
 from hango.models import PendingApproval, Run
@@ -32,7 +32,7 @@ from hango.run.subagents import ChildRunner
 from hango.run.transitions import Lease
 from hango.store import approvals as approval_store
 from hango.store import subagent_calls as subagent_store
-from hango.store.messages import loop_history, tool_call_ids
+from hango.store.messages import loop_history, run_history, tool_call_ids
 from hango.telemetry import tracer
 
 
@@ -59,12 +59,29 @@ class StoredLoop:
     def read(cls, session: Session, run: Run, subagent_call_id: uuid.UUID | None) -> StoredLoop:
         """The loop's stored inputs (the run's own loop reads its state from the row already loaded)."""
         history = loop_history(session, run.id, subagent_call_id)
-        decided = approval_store.decided_unanswered(session, run, subagent_call_id)
         if subagent_call_id is None:
             state = dict(run.state_json or {})
         else:
             state = subagent_store.state_of(session, run.id, subagent_call_id)
-        return cls(history, {row.tool_call_id: decision_of(row) for row in decided}, state)
+        return cls(history, _decisions(session, run, subagent_call_id, state), state)
+
+    @classmethod
+    def of_run(cls, session: Session, run: Run) -> tuple[StoredLoop, set[str]]:
+        """The run's own loop inputs and every tool call id of the run, as a claim reads them (the row is the
+        one the claim returned)."""
+        history, call_ids = run_history(session, run.id)
+        state = dict(run.state_json or {})
+        return cls(history, _decisions(session, run, None, state), state), call_ids
+
+
+def _decisions(
+    session: Session, run: Run, subagent_call_id: uuid.UUID | None, state: dict[str, Any]
+) -> dict[str, Decision]:
+    """The loop's decided approvals by call id; none to read unless its state keeps a suspended batch."""
+    if not holds_batch(state):
+        return {}
+    decided = approval_store.decided_unanswered(session, run, subagent_call_id)
+    return {row.tool_call_id: decision_of(row) for row in decided}
 
 
 @dataclass(frozen=True)

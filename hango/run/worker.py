@@ -24,7 +24,6 @@ from hango.run.loops import Loops, LoopSpec, StoredLoop
 from hango.run.persistence import NewMessages
 from hango.run.runtime import Runtime, unit_of_work
 from hango.run.transitions import Lease
-from hango.store.messages import tool_call_ids
 
 log = logging.getLogger(__name__)
 Execution = Literal["skipped", "finished", "stopped", "suspended"]
@@ -51,7 +50,7 @@ def claim_run(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Claimed | None
         run = transitions.claim(work, run_id, owner, runtime.settings.run_lease)
         if run is None:
             return None
-        return Claimed(run, StoredLoop.read(work.session, run, None), tool_call_ids(work.session, run.id))
+        return Claimed(run, *StoredLoop.of_run(work.session, run))
 
 
 def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -> Execution:

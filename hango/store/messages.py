@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.orm import Session
 
 from hango.agent.messages import Message
@@ -74,6 +74,31 @@ def loop_history(session: Session, run_id: uuid.UUID, subagent_call_id: uuid.UUI
         Message(role=role, content=list(content), seq=seq, subagent_call_id=child)
         for seq, role, content in session.execute(statement.order_by(MessageRow.seq))
     ]
+
+
+# Built once: a resumed run reads its history at every claim.
+_RUN_MESSAGES = (
+    select(MessageRow.seq, MessageRow.role, MessageRow.content, MessageRow.subagent_call_id)
+    .where(MessageRow.run_id == bindparam("run_id"))
+    .order_by(MessageRow.seq)
+)
+
+
+def run_history(session: Session, run_id: uuid.UUID) -> tuple[list[Message], set[str]]:
+    """The run's own loop history, and every tool call id of the run (its subagents' included), in one query.
+
+    A claim needs both; reading the run's messages once serves the two (a run without subagents has no others).
+    """
+    history: list[Message] = []
+    call_ids: set[str] = set()
+    for seq, role, content, subagent_call_id in session.execute(_RUN_MESSAGES, {"run_id": run_id}):
+        child = str(subagent_call_id) if subagent_call_id else None
+        message = Message(role=role, content=list(content), seq=seq, subagent_call_id=child)
+        if role == "assistant":
+            call_ids.update(call.id for call in message.tool_calls)
+        if child is None:
+            history.append(message)
+    return history, call_ids
 
 
 def tool_call_ids(session: Session, run_id: uuid.UUID) -> set[str]:
