@@ -187,15 +187,17 @@ def _store_decisions(
     audit = [
         _audit(principal, _named(row, decision), trace_id) for decision, row in zip(decisions, chosen, strict=True)
     ]
-    for decision, row in zip(decisions, chosen, strict=True):
-        row.state, row.decision, row.decided_by, row.decided_at = (
-            "decided",
-            decision["decision"],
-            principal.user_id,
-            now,
-        )
-        row.decision_args = decision.get("args")
-        row.decision_message = decision.get("message", "")
+    values = [
+        {
+            "decision": decision["decision"],
+            "decision_args": decision.get("args"),
+            "decision_message": decision.get("message", ""),
+            "decided_by": principal.user_id,
+            "decided_at": now,
+        }
+        for decision in decisions
+    ]
+    store.record_decisions(work.session, list(zip(chosen, values, strict=True)))
     transitions.requeue_decided(work, run, chosen)
     insert_audit_events(work.session, audit)
 

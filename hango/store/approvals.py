@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, func, insert, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from hango.auth import Principal
 from hango.models import PendingApproval, Run
@@ -136,10 +137,34 @@ def stale_runs(session: Session, older_than: datetime, limit: int) -> Sequence[u
     return list(session.scalars(statement))
 
 
+_PENDING_COLUMNS = (
+    "id",
+    "tenant_id",
+    "run_id",
+    "turn",
+    "tool_call_id",
+    "tool_name",
+    "arguments",
+    "allowed_decisions",
+    "subagent_call_id",
+)
+
+
 def insert_pending(session: Session, rows: Sequence[PendingApproval]) -> None:
-    """Store a suspended batch's approvals (their ids are set by the caller, so events can name them)."""
-    session.add_all(rows)
-    session.flush()
+    """Store a suspended batch's approvals (their ids are set by the caller, so events can name them) in one Core
+    statement; the objects given stay unattached."""
+    values = [{name: getattr(row, name) for name in _PENDING_COLUMNS} for row in rows]
+    session.execute(insert(PendingApproval), values)
+
+
+def record_decisions(session: Session, decided: Sequence[tuple[PendingApproval, dict[str, Any]]]) -> None:
+    """Store decisions on loaded rows in one statement: each pair is a row and its ``decision``,
+    ``decision_args``, ``decision_message``, ``decided_by`` and ``decided_at``. The rows then read as stored."""
+    # An ORM bulk UPDATE by primary key: one executemany statement.
+    session.execute(update(PendingApproval), [{"id": row.id, "state": "decided", **values} for row, values in decided])
+    for row, values in decided:
+        for name, value in {"state": "decided", **values}.items():
+            set_committed_value(row, name, value)
 
 
 def has_stale(session: Session, run: Run, older_than: datetime) -> bool:

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from hango.models import ActorKind, AuditEvent, Outcome
@@ -48,23 +48,25 @@ def _clean(text: str | None) -> str | None:
 
 
 def insert_audit_events(session: Session, records: list[AuditRecord]) -> None:
-    """Insert audit rows."""
-    session.add_all(
-        AuditEvent(
-            id=uuid.uuid4(),
-            tenant_id=record.tenant_id,
-            actor_kind=record.actor_kind,
-            actor_id=record.actor_id,
-            action=record.action,
-            target_kind=record.target_kind,
-            target_id=_clean(record.target_id),
-            outcome=record.outcome,
-            detail=record.detail,
-            trace_id=record.trace_id,
-        )
+    """Insert audit rows in one statement, without ORM objects (nothing reads them back in the transaction)."""
+    if not records:
+        return
+    rows = [
+        {
+            "id": uuid.uuid4(),
+            "tenant_id": record.tenant_id,
+            "actor_kind": record.actor_kind,
+            "actor_id": record.actor_id,
+            "action": record.action,
+            "target_kind": record.target_kind,
+            "target_id": _clean(record.target_id),
+            "outcome": record.outcome,
+            "detail": record.detail,
+            "trace_id": record.trace_id,
+        }
         for record in records
-    )
-    session.flush()
+    ]
+    session.execute(insert(AuditEvent), rows)
 
 
 def list_audit_events(
