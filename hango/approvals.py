@@ -27,7 +27,6 @@ from hango.pagination import Page, PageRequest
 from hango.run import transitions
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.store import approvals as store
-from hango.store import runs as run_store
 from hango.store.audit import AuditRecord, insert_audit_events
 from hango.validation import field_errors
 
@@ -132,8 +131,7 @@ def decide(
     leaves only its audit rows, marked on the raised error as :attr:`~hango.errors.HangoError.audited`.
     """
     with unit_of_work(runtime) as work:
-        run = run_store.get_run(work.session, principal, run_id, for_update=True)
-        rows = store.of_run(work.session, run)
+        run, rows = store.locked_with_approvals(work.session, principal, run_id)
         try:
             decisions, chosen = _checked(runtime, principal, run, rows, body)
         except HangoError as refusal:

@@ -94,7 +94,7 @@ def cancel_run(runtime: Runtime, principal: Principal, run_id: uuid.UUID) -> Run
 
 def get_run(runtime: Runtime, principal: Principal, run_id: uuid.UUID) -> Run:
     """A run visible to the caller."""
-    with runtime.db.transaction() as session:
+    with runtime.db.read() as session:
         return run_store.get_run(session, principal, run_id)
 
 

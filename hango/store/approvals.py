@@ -12,9 +12,10 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from hango.auth import Principal
+from hango.errors import NotFound
 from hango.models import PendingApproval, Run
 from hango.pagination import Page, PageRequest, paginate
-from hango.store.runs import get_run
+from hango.store.runs import get_run, visible_to
 
 
 def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
@@ -85,14 +86,25 @@ def list_for_tenant(session: Session, principal: Principal, state: str, page: Pa
     return paginate(session, _filtered(statement, state), [PendingApproval.created_at, PendingApproval.id], page)
 
 
-def of_run(session: Session, run: Run) -> list[PendingApproval]:
-    """Every approval of a run (any state), oldest first."""
+def locked_with_approvals(
+    session: Session, principal: Principal, run_id: uuid.UUID
+) -> tuple[Run, list[PendingApproval]]:
+    """A visible run, its row locked for this transaction, with every approval of it (any state, oldest first),
+    in one statement; :class:`~hango.errors.NotFound` for a run the principal cannot see."""
     statement = (
-        select(PendingApproval)
-        .where(PendingApproval.tenant_id == run.tenant_id, PendingApproval.run_id == run.id)
+        select(Run, PendingApproval)
+        .outerjoin(
+            PendingApproval,
+            (PendingApproval.tenant_id == Run.tenant_id) & (PendingApproval.run_id == Run.id),
+        )
+        .where(Run.id == run_id, visible_to(principal))
         .order_by(PendingApproval.created_at, PendingApproval.id)
+        .with_for_update(of=Run)
     )
-    return list(session.scalars(statement))
+    rows = session.execute(statement).all()
+    if not rows:
+        raise NotFound(f"run {run_id} not found")
+    return rows[0][0], [approval for _, approval in rows if approval is not None]
 
 
 def decided_unanswered(session: Session, run: Run, subagent_call_id: uuid.UUID | None) -> list[PendingApproval]:

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import delete
+from sqlalchemy import delete, text
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
 from hango import tenancy
 from hango.auth import Principal
@@ -180,15 +182,28 @@ def test_the_tenant_queue_holds_exactly_the_tenants_approvals_and_a_members_own(
         assert len(_queue(db, tenant.owner, "all")) == len(tenant.rows)
 
 
-def test_of_run_returns_every_approval_of_the_run_in_its_own_tenant_only(
+def test_locked_with_approvals_locks_a_visible_run_and_reads_every_approval_oldest_first(
     db: Database, two: tuple[Tenant, Tenant]
 ) -> None:
     a, b = two
+    everything = _ids(a, "alice_pending", "alice_decided", "alice_pending_2", "alice_child_decided", "alice_expired")
     with db.transaction() as session:
-        rows = [row.id for row in approvals.of_run(session, a.bob_run)]
-        forged = approvals.of_run(session, _forged(a.bob_run, b.owner.tenant_id))
-    assert rows == _ids(a, "bob_pending", "bob_decided")
-    assert forged == []
+        run, rows = approvals.locked_with_approvals(session, a.owner, a.alice_run.id)
+        assert (run.id, [row.id for row in rows]) == (a.alice_run.id, everything)
+        with db.engine.connect() as other, pytest.raises(OperationalError, match="could not obtain lock"):
+            other.execute(text("SELECT id FROM runs WHERE id = :id FOR UPDATE NOWAIT"), {"id": run.id})
+    for viewer in (a.bob, b.owner, Principal(b.owner.tenant_id, a.owner.user_id, "owner")):
+        with db.transaction() as session, pytest.raises(NotFound):
+            approvals.locked_with_approvals(session, viewer, a.alice_run.id)
+
+
+def test_locked_with_approvals_finds_a_run_that_has_none(db: Database, two: tuple[Tenant, Tenant]) -> None:
+    a, _ = two
+    with Session(db.engine) as session:  # rolled back: the fixture's rows stay
+        session.execute(delete(PendingApproval).where(PendingApproval.run_id == a.bob_run.id))
+        run, rows = approvals.locked_with_approvals(session, a.bob, a.bob_run.id)
+        assert (run.id, rows) == (a.bob_run.id, [])
+        session.rollback()
 
 
 def test_decided_unanswered_is_per_loop_and_per_tenant(db: Database, two: tuple[Tenant, Tenant]) -> None:
