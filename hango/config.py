@@ -227,6 +227,11 @@ class Settings(BaseSettings):
     flower_basic_auth: BasicAuth | None = Field(
         default=None, description="`user:password` Flower asks for; unset, `hango flower` refuses to start"
     )
+    task_sent_events: Flag = Field(
+        default=False,
+        description="true sends a Celery task-sent event with every enqueue, so Flower also lists runs still waiting "
+        "in the queue (one more broker publish per enqueue)",
+    )
     metrics_token: str | None = Field(
         default=None, description="when set, `/metrics` needs `Authorization: Bearer <token>`"
     )
