@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import cast
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, Row, Select, bindparam, select
 from sqlalchemy.orm import Session
 
 from hango.auth import Principal
@@ -36,26 +36,34 @@ def revoke_token(token: ApiToken) -> None:
         token.revoked_at = datetime.now(UTC)
 
 
-def principal_for_hash(session: Session, token_hash: str) -> Principal | None:
-    """The principal a live token stands for, or ``None`` for an unknown or revoked token."""
-    return _live_principal(session, ApiToken.token_hash == token_hash)
-
-
-def principal_for_token(session: Session, token_id: uuid.UUID) -> Principal | None:
-    """The principal a token stands for now, or ``None`` once it is revoked or its user left the tenant."""
-    return _live_principal(session, ApiToken.id == token_id)
-
-
-def _live_principal(session: Session, which: ColumnElement[bool]) -> Principal | None:
+def _live(which: ColumnElement[bool]) -> Select[uuid.UUID, uuid.UUID, uuid.UUID, str]:
     # The join on the membership is what makes a removed user's tokens stop working.
-    row = session.execute(
+    return (
         select(ApiToken.id, ApiToken.tenant_id, ApiToken.user_id, Membership.role)
         .join(
             Membership,
             (Membership.tenant_id == ApiToken.tenant_id) & (Membership.user_id == ApiToken.user_id),
         )
         .where(which, ApiToken.revoked_at.is_(None))
-    ).one_or_none()
+    )
+
+
+# Built once: every request authenticates.
+_BY_HASH = _live(ApiToken.token_hash == bindparam("token_hash"))
+_BY_ID = _live(ApiToken.id == bindparam("token_id"))
+
+
+def principal_for_hash(session: Session, token_hash: str) -> Principal | None:
+    """The principal a live token stands for, or ``None`` for an unknown or revoked token."""
+    return _principal(session.execute(_BY_HASH, {"token_hash": token_hash}).one_or_none())
+
+
+def principal_for_token(session: Session, token_id: uuid.UUID) -> Principal | None:
+    """The principal a token stands for now, or ``None`` once it is revoked or its user left the tenant."""
+    return _principal(session.execute(_BY_ID, {"token_id": token_id}).one_or_none())
+
+
+def _principal(row: Row[uuid.UUID, uuid.UUID, uuid.UUID, str] | None) -> Principal | None:
     if row is None:
         return None
     token_id, tenant_id, user_id, role = row
