@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, insert, select, update
+from sqlalchemy import Select, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -15,7 +15,7 @@ from hango.auth import Principal
 from hango.errors import NotFound
 from hango.models import PendingApproval, Run
 from hango.pagination import Page, PageRequest, paginate
-from hango.store.runs import get_run, visible_to
+from hango.store.runs import get_run
 
 
 def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
@@ -86,22 +86,34 @@ def list_for_tenant(session: Session, principal: Principal, state: str, page: Pa
     return paginate(session, _filtered(statement, state), [PendingApproval.created_at, PendingApproval.id], page)
 
 
-def locked_with_approvals(
-    session: Session, principal: Principal, run_id: uuid.UUID
-) -> tuple[Run, list[PendingApproval]]:
-    """A visible run, its row locked for this transaction, with every approval of it (any state, oldest first),
-    in one statement; :class:`~hango.errors.NotFound` for a run the principal cannot see."""
-    statement = (
+def _locked_with_approvals(members_own: bool) -> Select[Run, PendingApproval]:
+    visible = Run.tenant_id == bindparam("tenant_id")
+    if members_own:  # runs.visible_to for a member, with the caller bound
+        visible = visible & (Run.created_by == bindparam("user_id"))
+    return (
         select(Run, PendingApproval)
         .outerjoin(
             PendingApproval,
             (PendingApproval.tenant_id == Run.tenant_id) & (PendingApproval.run_id == Run.id),
         )
-        .where(Run.id == run_id, visible_to(principal))
+        .where(Run.id == bindparam("run_id"), visible)
         .order_by(PendingApproval.created_at, PendingApproval.id)
         .with_for_update(of=Run)
     )
-    rows = session.execute(statement).all()
+
+
+# Built once, for an owner or admin (the tenant's runs) and for a member (their own): every decision takes it.
+_LOCKED_WITH_APPROVALS = {False: _locked_with_approvals(False), True: _locked_with_approvals(True)}
+
+
+def locked_with_approvals(
+    session: Session, principal: Principal, run_id: uuid.UUID
+) -> tuple[Run, list[PendingApproval]]:
+    """A visible run, its row locked for this transaction, with every approval of it (any state, oldest first),
+    in one statement; :class:`~hango.errors.NotFound` for a run the principal cannot see."""
+    statement = _LOCKED_WITH_APPROVALS[not principal.is_manager]
+    parameters = {"run_id": run_id, "tenant_id": principal.tenant_id, "user_id": principal.user_id}
+    rows = session.execute(statement, parameters).all()
     if not rows:
         raise NotFound(f"run {run_id} not found")
     return rows[0][0], [approval for _, approval in rows if approval is not None]
