@@ -133,6 +133,69 @@ def reading(client: Client, run_id: str) -> Iterator[EventReader]:
         thread.join(TIMEOUT)
 
 
+@dataclass
+class RunEvents:
+    """Every run's live events, as published on Redis after their commits: when each ``(run id, event type)`` was
+    first received, read by one background subscriber (no polling of the database)."""
+
+    client: redis.Redis
+    seen: dict[tuple[str, str], float] = field(default_factory=dict)
+    _arrived: threading.Condition = field(default_factory=threading.Condition)
+    _stopped: threading.Event = field(default_factory=threading.Event)
+
+    def follow(self) -> None:
+        """Read until :meth:`stop` (run this in a thread)."""
+        pubsub = self.client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        pubsub.psubscribe("hango:run:*:events")
+        try:
+            while not self._stopped.is_set():
+                message = pubsub.get_message(timeout=0.2)
+                if message is None:
+                    continue
+                received = time.perf_counter()
+                run_id = message["channel"].decode().split(":")[2]
+                payload = json.loads(message["data"])
+                kind = payload["type"]
+                if kind == "run.finished":
+                    kind = f"run.finished:{payload['data']['state']}"
+                with self._arrived:
+                    self.seen.setdefault((run_id, kind), received)
+                    self._arrived.notify_all()
+        finally:
+            pubsub.close()
+
+    def wait(self, run_id: str, kind: str, timeout: float = 120) -> float:
+        """The ``perf_counter()`` at which the run's first event of ``kind`` arrived (``run.finished:<state>`` for a
+        finish in that state); raises when it does not arrive in time or the run finished otherwise."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while (run_id, kind) not in self.seen:
+                finished = [key for key in self.seen if key[0] == run_id and key[1].startswith("run.finished")]
+                if finished:
+                    raise RuntimeError(f"run {run_id} ended {finished[0][1]} before {kind}")
+                if not self._arrived.wait(max(0.0, deadline - time.monotonic())) and time.monotonic() >= deadline:
+                    raise TimeoutError(f"run {run_id} sent no {kind} in {timeout:.0f} s")
+            return self.seen[(run_id, kind)]
+
+    def stop(self) -> None:
+        """Stop :meth:`follow`."""
+        self._stopped.set()
+
+
+@contextmanager
+def run_events(client: redis.Redis) -> Iterator[RunEvents]:
+    """A :class:`RunEvents` subscriber for the duration of the block (subscribed when the block starts)."""
+    events = RunEvents(client)
+    thread = threading.Thread(target=events.follow, daemon=True)
+    thread.start()
+    time.sleep(0.3)  # the subscription is in place before anything is published
+    try:
+        yield events
+    finally:
+        events.stop()
+        thread.join(5)
+
+
 def redis_publish_latency(client: redis.Redis, channel: str, count: int) -> list[float]:
     """Seconds from a bare Redis PUBLISH to the subscriber's receipt, ``count`` times."""
     pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]

@@ -6,8 +6,9 @@ rounds and fills the approval table with 100k rows instead of 1M.
 The processes are the ones a user runs: ``hango api`` (one gunicorn process, 32 threads) and ``hango worker``
 (its default concurrency, 2 prefork children) on a queue of this benchmark's own, in a scratch database. Agents are
 scripted (the ``scripted`` model provider); their first tool call writes ``/memories/x``, which the default
-interrupt rules send to a human. Latencies are wall-clock times seen by this client: a figure ending at a database
-state polls that row every millisecond, so it reads up to about a millisecond late.
+interrupt rules send to a human. Latencies are wall-clock times seen by this client: a figure ending at a run's
+state ends when the event that state's commit publishes (``run.awaiting_approval``, ``run.finished``) reaches a
+Redis subscriber of this process, a little after the commit itself; nothing polls the database meanwhile.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ from sqlalchemy import Connection, create_engine, text
 
 from bench.client import (
     Client,
+    RunEvents,
     celery_round_trips,
     celery_throughput,
     reading,
     redis_publish_latency,
+    run_events,
     wait_ready,
 )
 from bench.common import (
@@ -121,6 +124,7 @@ class Bench:
     database: Connection
     rounds: Rounds
     url: str
+    events: RunEvents
 
     def agent(self, script: list[dict[str, Any]], tools: list[str]) -> str:
         """A scripted agent, created over HTTP; its id."""
@@ -140,28 +144,13 @@ class Bench:
         body.update({"messages": messages} if messages else {"input": "go"})
         return str(self.owner.post("/v1/runs", body)["id"])
 
-    def wait(self, run_id: str, reached: Callable[[str, bool], bool], timeout: float = 120) -> None:
-        """Poll the run's row every millisecond until ``reached(state, awaiting_since is set)``."""
-        query = text("SELECT state, awaiting_since IS NOT NULL, error FROM runs WHERE id = :id")
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            state, awaiting, error = self.database.execute(query, {"id": run_id}).one()
-            if reached(state, awaiting):
-                return
-            if state in ("failed", "cancelled"):
-                raise RuntimeError(f"run {run_id} ended {state}: {error}")
-            time.sleep(0.001)
-        raise TimeoutError(f"run {run_id} did not get there in {timeout:.0f} s")
+    def paused(self, run_id: str) -> float:
+        """When ``run.awaiting_approval`` (published after the commit that set ``awaiting_since``) arrived."""
+        return self.events.wait(run_id, "run.awaiting_approval")
 
-
-def paused(state: str, awaiting: bool) -> bool:
-    """``runs.awaiting_since`` is set."""
-    return awaiting
-
-
-def succeeded(state: str, awaiting: bool) -> bool:
-    """The run finished successfully."""
-    return state == "succeeded"
+    def succeeded(self, run_id: str) -> float:
+        """When the run's ``run.finished`` in state ``succeeded`` arrived."""
+        return self.events.wait(run_id, "run.finished:succeeded")
 
 
 def main() -> None:
@@ -204,10 +193,11 @@ def system(url: str, rounds: Rounds) -> Iterator[Bench]:
             engine.connect() as database,
             process(["worker"], settings),
             process(["api", "--port", str(port), "--workers", "1", "--threads", "32"], settings),
+            run_events(runtime.redis) as events,
         ):
             wait_ready(port)
             principal = Principal(created.tenant_id, created.user_id, "owner")
-            yield Bench(settings, runtime, Client(port, created.token), principal, database, rounds, url)
+            yield Bench(settings, runtime, Client(port, created.token), principal, database, rounds, url, events)
     finally:
         with engine.connect() as database:
             enqueued = [
@@ -246,8 +236,8 @@ def pause_and_resume(bench: Bench, floors: Floors) -> list[Row]:
         resumes.append(resume)
     celery = statistics.median(floors.celery)
     return [
-        _latency_row("pause: POST /v1/runs sent → awaiting_since set", pauses[2:], celery, "Celery RT", 3),
-        _latency_row("resume: decision POST sent → run succeeded", resumes[2:], celery, "Celery RT", 3),
+        _latency_row("pause: POST /v1/runs sent → awaiting_since committed (its event received)", pauses[2:], celery, "Celery RT", 3),
+        _latency_row("resume: decision POST sent → run succeeded (its event received)", resumes[2:], celery, "Celery RT", 3),
     ]
 
 
@@ -256,12 +246,10 @@ def _pause_then_resume(
 ) -> tuple[float, float]:
     sent = time.perf_counter()
     run_id = bench.start(agent_id, messages)
-    bench.wait(run_id, paused)
-    pause = time.perf_counter() - sent
+    pause = bench.paused(run_id) - sent
     sent = time.perf_counter()
     bench.owner.post(f"/v1/runs/{run_id}/approvals", APPROVE)
-    bench.wait(run_id, succeeded)
-    return pause, time.perf_counter() - sent
+    return pause, bench.succeeded(run_id) - sent
 
 
 def decided_at_sse_client(bench: Bench, floors: Floors) -> list[Row]:
