@@ -31,6 +31,7 @@ from hango.store import runs as run_store
 from hango.store import subagent_calls as subagent_store
 from hango.store.files import SqlFileSystem
 from hango.store.messages import insert_messages, message_json, to_message
+from hango.store.runs import Add, RunCounters
 
 log = logging.getLogger(__name__)
 
@@ -82,20 +83,20 @@ class NewMessages:
 
     def values(self) -> dict[str, Any]:
         """The run's fields this write moves."""
-        values: dict[str, Any] = {"message_seq": Run.message_seq + len(self.messages), "updated_at": datetime.now(UTC)}
+        values: dict[str, Any] = {"message_seq": Add(len(self.messages)), "updated_at": datetime.now(UTC)}
         if self.subagent_call_id is None:
             values["state_json"] = dump_state(self.state)
-            values["turn"] = Run.turn + sum(1 for message in self.messages if message.role == "assistant")
+            values["turn"] = Add(sum(1 for message in self.messages if message.role == "assistant"))
         if self.usage is not None:
-            values["input_tokens"] = Run.input_tokens + self.usage.input_tokens
-            values["output_tokens"] = Run.output_tokens + self.usage.output_tokens
+            values["input_tokens"] = Add(self.usage.input_tokens)
+            values["output_tokens"] = Add(self.usage.output_tokens)
         return values
 
     def event_count(self) -> int:
         """How many event numbers the write takes."""
         return len(self.events) + len(self.messages)
 
-    def insert(self, work: Work, run: Run) -> list[tuple[str, dict[str, Any]]]:
+    def insert(self, work: Work, run: RunCounters) -> list[tuple[str, dict[str, Any]]]:
         """Insert the messages under the numbers ``run`` (the row the statement returned) reserved; their events."""
         first = run.message_seq - len(self.messages) + 1
         rows = insert_messages(work.session, run, self.messages, self.subagent_call_id, first)
@@ -105,7 +106,7 @@ class NewMessages:
         return [*self.events, *(("message.created", message_json(row)) for row in rows)]
 
 
-def fenced(work: Work, lease: Lease, values: dict[str, Any], *, events: int = 0) -> Run:
+def fenced(work: Work, lease: Lease, values: dict[str, Any], *, events: int = 0) -> RunCounters:
     """Write a running run's row under this worker's lease (taking ``events`` event numbers with it).
 
     Raises:

@@ -21,6 +21,7 @@ from hango.models import Run
 from hango.queue import RunQueue, make_celery
 from hango.run.events import Event, Publisher
 from hango.store import events as event_store
+from hango.store.runs import RunCounters
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ class Work:
         """Append an event to the run's log, numbered when the transaction ends; published after commit."""
         self._emitted.setdefault((run.id, run.tenant_id), []).append((type_, data or {}))
 
-    def numbered(self, run: Run, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    def numbered(self, run: Run | RunCounters, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """Append events whose numbers the caller took: it raised ``runs.event_seq`` by ``len(events)`` in the
         statement that returned ``run``, so they end at ``run.event_seq``."""
         if (run.id, run.tenant_id) in self._emitted:

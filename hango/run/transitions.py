@@ -38,6 +38,7 @@ from hango.models import PendingApproval, Run, RunState
 from hango.run.runtime import Work
 from hango.store import approvals as approval_store
 from hango.store import runs as store
+from hango.store.runs import Add, RunCounters
 
 QUEUED: tuple[RunState, ...] = ("queued",)
 RUNNING: tuple[RunState, ...] = ("running",)
@@ -60,7 +61,7 @@ class Carried(Protocol):
         """How many event numbers it takes, before the transition's own events."""
         ...
 
-    def insert(self, work: Work, run: Run) -> list[tuple[str, dict[str, Any]]]:
+    def insert(self, work: Work, run: RunCounters) -> list[tuple[str, dict[str, Any]]]:
         """Write its rows, given the row the statement returned; its events."""
         ...
 
@@ -123,7 +124,7 @@ def suspend(
     state_json: dict[str, Any],
     trace_context: dict[str, Any] | None,
     carried: Carried | None = None,
-) -> Run:
+) -> RunCounters:
     """``running → awaiting_approval``: store the batch's approvals and the loop state, release the lease; with
     ``carried``, the turn that asked for the batch in the same statement.
 
@@ -160,7 +161,7 @@ def requeue_decided(work: Work, run: Run, decided: Sequence[PendingApproval]) ->
         "state": "queued",
         "awaiting_since": None,
         "updated_at": now,
-        "queue_generation": Run.queue_generation + 1,
+        "queue_generation": Add(1),
     }
     events = [("approval.decided", approval_store.decided_event(row)) for row in decided]
     events.append(("run.queued", {"reason": "approvals decided"}))
@@ -177,7 +178,7 @@ def finish(
     state: Literal["succeeded", "failed"],
     error: str | None,
     carried: Carried | None = None,
-) -> Run:
+) -> RunCounters:
     """``running → succeeded | failed`` under this worker's lease; with ``carried``, the run's last turn in the
     same statement.
 
@@ -229,7 +230,7 @@ def reclaim_lost(work: Work, run: Run, max_attempts: int) -> Reclaimed | None:
             return None
         return "failed"
     released: dict[str, Any] = {"attempts": attempts, "lease_owner": None, "lease_expires_at": None, "updated_at": now}
-    queued = {**released, "state": "queued", "queue_generation": Run.queue_generation + 1}
+    queued = {**released, "state": "queued", "queue_generation": Add(1)}
     requeued = ("run.queued", {"reason": "worker lost", "attempt": attempts + 1})
     moved = _move(work, run.id, RUNNING, queued, [requeued], lease_expired_before=now)
     if moved is None:
@@ -271,12 +272,14 @@ def _move(
     return run
 
 
-def _held(work: Work, lease: Lease, values: dict[str, Any], events: Events, carried: Carried | None = None) -> Run:
+def _held(
+    work: Work, lease: Lease, values: dict[str, Any], events: Events, carried: Carried | None = None
+) -> RunCounters:
     """A transition of a run this worker holds, with what ``carried`` writes in the same statement."""
     if carried is not None:
         values = {**carried.values(), **values}
     taken = len(events) + (carried.event_count() if carried is not None else 0)
-    run = store.move(work.session, lease.run_id, RUNNING, values, owner=lease.owner, events=taken)
+    run = store.move_counters(work.session, lease.run_id, RUNNING, values, owner=lease.owner, events=taken)
     if run is None:
         raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
     work.numbered(run, [*(carried.insert(work, run) if carried is not None else []), *events])

@@ -14,7 +14,7 @@ from hango.auth import Principal
 from hango.models import Message as MessageRow
 from hango.models import Run
 from hango.pagination import Page, PageRequest, paginate
-from hango.store.runs import get_run
+from hango.store.runs import RunCounters, get_run
 
 
 def message_json(row: MessageRow) -> dict[str, Any]:
@@ -35,7 +35,11 @@ def to_message(row: MessageRow) -> Message:
 
 
 def insert_messages(
-    session: Session, run: Run, messages: Sequence[Message], subagent_call_id: uuid.UUID | None, first_seq: int
+    session: Session,
+    run: Run | RunCounters,
+    messages: Sequence[Message],
+    subagent_call_id: uuid.UUID | None,
+    first_seq: int,
 ) -> list[MessageRow]:
     """Insert messages numbered from ``first_seq`` (a range the caller reserved on the run's counter) at once.
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import ColumnElement, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from hango.auth import Principal
@@ -44,6 +45,26 @@ def list_runs(session: Session, principal: Principal, page: PageRequest, state: 
     return paginate(session, statement, [Run.created_at, Run.id], page, descending=True)
 
 
+@dataclass(frozen=True)
+class Add:
+    """A value of :func:`move` that raises the column by ``amount`` (``column + amount``, the amount bound)."""
+
+    amount: int
+
+
+class RunCounters(NamedTuple):
+    """What a worker's fenced write needs back: where the run's message and event numbers now end."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    message_seq: int
+    event_seq: int
+
+
+_COUNTERS = (Run.id, Run.tenant_id, Run.message_seq, Run.event_seq)
+_OPTIONS = {"synchronize_session": False, "populate_existing": True}
+
+
 def move(
     session: Session,
     run_id: uuid.UUID,
@@ -57,27 +78,97 @@ def move(
     """Change a run's row in one conditional ``UPDATE … RETURNING``: only while it is in ``source`` (and, given an
     ``owner``, under that worker's lease). ``None`` when the guard did not hold; the loaded row is refreshed.
 
-    ``events`` takes that many event numbers in the same statement; they end at the returned ``event_seq``.
+    A value is a plain value, an :class:`Add`, or a SQL expression. ``events`` takes that many event numbers in the
+    same statement; they end at the returned ``event_seq``.
     """
-    if events:
-        values = {**values, "event_seq": Run.event_seq + events}
-    statement = update(Run).where(Run.id == run_id, Run.state.in_(source))
-    if owner is not None:
-        statement = statement.where(Run.lease_owner == owner)
-    if lease_expired_before is not None:
-        statement = statement.where(Run.lease_expires_at < lease_expired_before)
-    returning = statement.values(**values).returning(Run)
-    options = {"synchronize_session": False, "populate_existing": True}
-    return session.scalars(returning, execution_options=options).one_or_none()
+    statement, parameters = _guarded(run_id, source, values, owner, lease_expired_before, events, returning=None)
+    return session.scalars(statement, parameters, execution_options=_OPTIONS).one_or_none()
+
+
+def move_counters(
+    session: Session,
+    run_id: uuid.UUID,
+    source: Collection[RunState],
+    values: Mapping[str, Any],
+    *,
+    owner: str | None = None,
+    events: int = 0,
+) -> RunCounters | None:
+    """:func:`move`, returning only the run's counters (a worker's fenced writes read nothing else back)."""
+    statement, parameters = _guarded(run_id, source, values, owner, None, events, returning=_COUNTERS)
+    row = session.execute(statement, parameters, execution_options={"synchronize_session": False}).one_or_none()
+    return None if row is None else RunCounters(*row)
 
 
 def advance(
     session: Session, run_id: uuid.UUID, owner: str, values: Mapping[str, Any], *, events: int = 0
-) -> Run | None:
+) -> RunCounters | None:
     """Write a running run's counters and loop state under this worker's lease, in one fenced statement (the
     run's state is not among ``values``: that is a transition's); ``None`` when the lease is no longer held."""
     running: tuple[RunState, ...] = ("running",)
-    return move(session, run_id, running, values, owner=owner, events=events)
+    return move_counters(session, run_id, running, values, owner=owner, events=events)
+
+
+# Built statements by shape: the columns written and how (bound value, bound increment), the guards and what is
+# returned. Building and keying an UPDATE costs more Python than PostgreSQL takes to run it. The shapes are those
+# of the transitions' and fenced writes' call sites, a few dozen; a value given as SQL is never cached.
+_Shape = tuple[Any, ...]
+_STATEMENTS: dict[_Shape, Any] = {}
+
+
+def _guarded(
+    run_id: uuid.UUID,
+    source: Collection[RunState],
+    values: Mapping[str, Any],
+    owner: str | None,
+    lease_expired_before: datetime | None,
+    events: int,
+    *,
+    returning: tuple[Any, ...] | None,
+) -> tuple[Any, dict[str, Any]]:
+    """The conditional UPDATE and its parameters; built once per shape unless a value is a SQL expression."""
+    if events:
+        values = {**values, "event_seq": Add(events)}
+    parameters: dict[str, Any] = {"run_id": run_id, "owner": owner, "lease_expired_before": lease_expired_before}
+    kinds = []
+    for name, value in sorted(values.items()):
+        if isinstance(value, ColumnElement):
+            kinds.append((name, "sql"))
+        else:
+            kinds.append((name, "add" if isinstance(value, Add) else "value"))
+            parameters[f"value_{name}"] = value.amount if isinstance(value, Add) else value
+    shape = (tuple(sorted(source)), owner is not None, lease_expired_before is not None, tuple(kinds), returning)
+    cacheable = all(kind != "sql" for _, kind in kinds)
+    statement = _STATEMENTS.get(shape) if cacheable else None
+    if statement is None:
+        statement = _build(source, values, owner, lease_expired_before, returning)
+        if cacheable:
+            _STATEMENTS[shape] = statement
+    return statement, parameters
+
+
+def _build(
+    source: Collection[RunState],
+    values: Mapping[str, Any],
+    owner: str | None,
+    lease_expired_before: datetime | None,
+    returning: tuple[Any, ...] | None,
+) -> Any:
+    columns = Run.__table__.c
+    statement = update(Run).where(Run.id == bindparam("run_id"), Run.state.in_(sorted(source)))
+    if owner is not None:
+        statement = statement.where(Run.lease_owner == bindparam("owner"))
+    if lease_expired_before is not None:
+        statement = statement.where(Run.lease_expires_at < bindparam("lease_expired_before"))
+    written: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, ColumnElement):
+            written[name] = value
+            continue
+        bound = bindparam(f"value_{name}", type_=columns[name].type)
+        written[name] = getattr(Run, name) + bound if isinstance(value, Add) else bound
+    statement = statement.values(**written)
+    return statement.returning(*returning) if returning is not None else statement.returning(Run)
 
 
 def lock_run(session: Session, run_id: uuid.UUID) -> Run | None:

@@ -72,7 +72,8 @@ def _awaiting(runtime: Runtime, tenant: TenantFixture, agent_id: uuid.UUID) -> R
         allowed_decisions=["approve", "reject"],
     )
     with unit_of_work(runtime) as work:
-        return transitions.suspend(work, Lease(run.id, "w1"), [approval], {"version": 1, "private": {}}, None)
+        transitions.suspend(work, Lease(run.id, "w1"), [approval], {"version": 1, "private": {}}, None)
+    return _run(runtime.db, run.id)
 
 
 @contextmanager
@@ -158,8 +159,9 @@ def test_a_finish_racing_a_cancel_has_one_winner_and_one_finished_event(
         finish = _in_work(runtime, lambda work, r=run: transitions.finish(work, Lease(r.id, "w1"), "succeeded", None))
         cancel = _in_work(runtime, lambda work, r=run: transitions.cancel(work, r))
         finished, cancelled = _race(db, run.id, [finish, cancel])
-        assert isinstance(finished, Run) != isinstance(cancelled, Run), (finished, cancelled)
-        winner = "succeeded" if isinstance(finished, Run) else "cancelled"
+        # The loser raised (the finish's run counters, the cancel's run row came back to the winner).
+        assert isinstance(finished, Exception) != isinstance(cancelled, Exception), (finished, cancelled)
+        winner = "cancelled" if isinstance(finished, Exception) else "succeeded"
         assert isinstance(cancelled if winner == "succeeded" else finished, Conflict | RunStopped)
         final = _run(db, run.id)
         assert (final.state, final.lease_owner, final.lease_expires_at) == (winner, None, None)
