@@ -6,6 +6,7 @@ import uuid
 from datetime import UTC, datetime
 
 from sqlalchemy import ColumnElement, delete, func, select
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from hango.agent.deadline import shielded_call
@@ -51,16 +52,26 @@ class SqlFileSystem:
 
     @shielded_call
     def write(self, path: str, content: str) -> None:
-        """Create or replace a file."""
+        """Create or replace a file, in one statement (an upsert on the owner's unique path)."""
         path = normalize_path(path)
-        existing = self._session.scalar(select(File).where(self._owner(path), File.path == path).with_for_update())
-        if existing is not None:
-            existing.content = content
-            existing.updated_at = datetime.now(UTC)
-            return
-        owner = {"agent_id": self._agent_id} if is_agent_path(path) else {"run_id": self._run_id}
-        self._session.add(File(id=uuid.uuid4(), tenant_id=self._tenant_id, path=path, content=content, **owner))
-        self._session.flush()
+        owned = is_agent_path(path)
+        owner_column = File.agent_id if owned else File.run_id
+        new = insert(File).values(
+            id=uuid.uuid4(),
+            tenant_id=self._tenant_id,
+            path=path,
+            content=content,
+            **({"agent_id": self._agent_id} if owned else {"run_id": self._run_id}),
+        )
+        self._session.execute(
+            new.on_conflict_do_update(
+                index_elements=[owner_column, File.path],
+                index_where=owner_column.is_not(None),
+                set_={"content": new.excluded.content, "updated_at": datetime.now(UTC)},
+                # The owner's ids are the tenant's own; the guard keeps even a forged one from crossing tenants.
+                where=File.tenant_id == self._tenant_id,
+            )
+        )
 
     @shielded_call
     def delete(self, path: str) -> bool:
