@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
-from sqlalchemy import DateTime, Numeric, Text, case, cast, func, literal
+from sqlalchemy import DateTime, Numeric, Text, bindparam, case, cast, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Session
 
@@ -74,6 +74,26 @@ class Lease:
     owner: str
 
 
+# The claim's computed fields, built once; the claim's time is bound as ``claimed_at``.
+_CLAIMED_AT = bindparam("claimed_at", type_=DateTime(timezone=True))
+_SUSPENSION_STARTED = cast(Run.state_json[SUSPENDED_AT].astext, DateTime(timezone=True))
+_WAITED = func.round(cast(func.extract("epoch", _CLAIMED_AT - _SUSPENSION_STARTED), Numeric), 3)
+# A resumed run's stored trace context gains how long it waited; the suspension's start leaves the state.
+_RESUMED_CONTEXT = store.Sql(
+    case(
+        (
+            _SUSPENSION_STARTED.is_not(None),
+            func.coalesce(Run.trace_context, cast(literal("{}"), JSONB)).op("||")(
+                func.jsonb_build_object("suspension_seconds", _WAITED)
+            ),
+        ),
+        else_=None,
+    )
+)
+_FIRST_STARTED = store.Sql(func.coalesce(Run.started_at, _CLAIMED_AT))
+_UNSUSPENDED = store.Sql(Run.state_json.op("#-")(cast(literal(list(SUSPENDED_AT)), ARRAY(Text))))
+
+
 def claim(work: Work, run_id: uuid.UUID, owner: str, lease: timedelta) -> Run | None:
     """``claim`` or ``resume``: move a queued run to ``running`` under a fresh lease, in one statement.
 
@@ -81,26 +101,16 @@ def claim(work: Work, run_id: uuid.UUID, owner: str, lease: timedelta) -> Run | 
     state); any other gets ``run.started``. ``None`` when the run is not queued: a duplicate delivery.
     """
     now = datetime.now(UTC)
-    suspended_at = cast(Run.state_json[SUSPENDED_AT].astext, DateTime(timezone=True))
-    waited = func.round(cast(func.extract("epoch", literal(now) - suspended_at), Numeric), 3)
-    resumed_context = func.coalesce(Run.trace_context, cast(literal("{}"), JSONB)).op("||")(
-        func.jsonb_build_object("suspension_seconds", waited)
-    )
-    run = store.move(
-        work.session,
-        run_id,
-        QUEUED,
-        {
-            "state": "running",
-            "lease_owner": owner,
-            "lease_expires_at": now + lease,
-            "started_at": func.coalesce(Run.started_at, now),
-            "updated_at": now,
-            "trace_context": case((suspended_at.is_not(None), resumed_context), else_=None),
-            "state_json": Run.state_json.op("#-")(cast(literal(list(SUSPENDED_AT)), ARRAY(Text))),
-        },
-        events=1,
-    )
+    values = {
+        "state": "running",
+        "lease_owner": owner,
+        "lease_expires_at": now + lease,
+        "started_at": _FIRST_STARTED,
+        "updated_at": now,
+        "trace_context": _RESUMED_CONTEXT,
+        "state_json": _UNSUSPENDED,
+    }
+    run = store.move(work.session, run_id, QUEUED, values, events=1, bound={"claimed_at": now})
     if run is None:
         return None
     if run.trace_context and "suspension_seconds" in run.trace_context:

@@ -52,6 +52,14 @@ class Add:
     amount: int
 
 
+@dataclass(frozen=True, eq=False)
+class Sql:
+    """A value of :func:`move` given as SQL built once (a module constant): statements holding it are kept by its
+    identity, and its bound parameters come with each call (``bound``)."""
+
+    expression: ColumnElement[Any]
+
+
 class RunCounters(NamedTuple):
     """What a worker's fenced write needs back: where the run's message and event numbers now end."""
 
@@ -74,14 +82,17 @@ def move(
     owner: str | None = None,
     lease_expired_before: datetime | None = None,
     events: int = 0,
+    bound: Mapping[str, Any] | None = None,
 ) -> Run | None:
     """Change a run's row in one conditional ``UPDATE … RETURNING``: only while it is in ``source`` (and, given an
     ``owner``, under that worker's lease). ``None`` when the guard did not hold; the loaded row is refreshed.
 
-    A value is a plain value, an :class:`Add`, or a SQL expression. ``events`` takes that many event numbers in the
-    same statement; they end at the returned ``event_seq``.
+    A value is a plain value, an :class:`Add`, a :class:`Sql` (with its parameters in ``bound``) or a SQL
+    expression. ``events`` takes that many event numbers in the same statement; they end at the returned
+    ``event_seq``.
     """
     statement, parameters = _guarded(run_id, source, values, owner, lease_expired_before, events, returning=None)
+    parameters.update(bound or {})
     return session.scalars(statement, parameters, execution_options=_OPTIONS).one_or_none()
 
 
@@ -114,6 +125,7 @@ def advance(
 # of the transitions' and fenced writes' call sites, a few dozen; a value given as SQL is never cached.
 _Shape = tuple[Any, ...]
 _STATEMENTS: dict[_Shape, Any] = {}
+_MOST_STATEMENTS = 256  # past this many shapes, statements are built each time instead
 
 
 def _guarded(
@@ -130,10 +142,12 @@ def _guarded(
     if events:
         values = {**values, "event_seq": Add(events)}
     parameters: dict[str, Any] = {"run_id": run_id, "owner": owner, "lease_expired_before": lease_expired_before}
-    kinds = []
+    kinds: list[tuple[str, object]] = []
     for name, value in sorted(values.items()):
         if isinstance(value, ColumnElement):
             kinds.append((name, "sql"))
+        elif isinstance(value, Sql):
+            kinds.append((name, value))
         else:
             kinds.append((name, "add" if isinstance(value, Add) else "value"))
             parameters[f"value_{name}"] = value.amount if isinstance(value, Add) else value
@@ -142,7 +156,7 @@ def _guarded(
     statement = _STATEMENTS.get(shape) if cacheable else None
     if statement is None:
         statement = _build(source, values, owner, lease_expired_before, returning)
-        if cacheable:
+        if cacheable and len(_STATEMENTS) < _MOST_STATEMENTS:
             _STATEMENTS[shape] = statement
     return statement, parameters
 
@@ -162,8 +176,8 @@ def _build(
         statement = statement.where(Run.lease_expires_at < bindparam("lease_expired_before"))
     written: dict[str, Any] = {}
     for name, value in values.items():
-        if isinstance(value, ColumnElement):
-            written[name] = value
+        if isinstance(value, ColumnElement | Sql):
+            written[name] = value.expression if isinstance(value, Sql) else value
             continue
         bound = bindparam(f"value_{name}", type_=columns[name].type)
         written[name] = getattr(Run, name) + bound if isinstance(value, Add) else bound
