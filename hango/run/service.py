@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from sqlalchemy import insert
+
 from hango.agent.messages import Message, text_block
 from hango.agents import snapshot
 from hango.auth import Principal
@@ -49,21 +51,20 @@ def create_run(
     after commit (a refusal, such as an unknown agent, writes nothing: the API audits it)."""
     with unit_of_work(runtime) as work:
         agent = agent_store.get_agent(work.session, principal.tenant_id, agent_id)
-        run = Run(
-            id=uuid.uuid4(),
-            tenant_id=principal.tenant_id,
-            agent_id=agent.id,
-            agent_snapshot=snapshot(agent),
-            created_by=principal.user_id,
-            state="queued",
-            queue_generation=1,
-            state_json={},
+        values = {
+            "id": uuid.uuid4(),
+            "tenant_id": principal.tenant_id,
+            "agent_id": agent.id,
+            "agent_snapshot": snapshot(agent),
+            "created_by": principal.user_id,
+            "state": "queued",
+            "queue_generation": 1,
+            "state_json": {},
             # A new run's counters start where its first events and messages end: no row to bump.
-            message_seq=len(messages),
-            event_seq=1 + len(messages),
-        )
-        work.session.add(run)
-        work.session.flush()
+            "message_seq": len(messages),
+            "event_seq": 1 + len(messages),
+        }
+        run = work.session.scalars(insert(Run).returning(Run), [values]).one()
         rows = insert_messages(work.session, run, messages, None, first_seq=1)
         events = [("run.queued", {"reason": "created"}), *(("message.created", message_json(row)) for row in rows)]
         work.numbered(run, events)
