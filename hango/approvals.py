@@ -64,6 +64,9 @@ class DecisionsSchema(ma.Schema):
     decisions = fields.List(fields.Nested(DecisionSchema), required=True, validate=validate.Length(min=1, max=1000))
 
 
+_DECISIONS = DecisionsSchema()  # loading is stateless: one instance serves every request
+
+
 @dataclass(frozen=True)
 class NamedApproval:
     """An approval a decision request names, with what the audit row may say about it (never arguments)."""
@@ -252,7 +255,7 @@ def _parse(body: Any) -> list[dict[str, Any]]:
     if isinstance(body, InvalidInput):  # the edge could not decode the body
         raise body
     try:
-        loaded: dict[str, Any] = DecisionsSchema().load(body if body is not None else {})
+        loaded: dict[str, Any] = _DECISIONS.load(body if body is not None else {})
     except ValidationError as exc:
         errors = field_errors(exc.normalized_messages())  # type: ignore[no-untyped-call]
         raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors[:5]), errors) from exc
@@ -294,7 +297,9 @@ def _row_for(
 
 
 def _check(runtime: Runtime, run: Run, decisions: list[dict[str, Any]], rows: list[PendingApproval]) -> None:
-    rules = compile_rules(run.agent_snapshot.get("interrupt_on"))
+    # The rules are compiled only for an edit, whose arguments must stay inside the rule that made the call wait.
+    edits = any(decision["decision"] == "edit" for decision in decisions)
+    rules = compile_rules(run.agent_snapshot.get("interrupt_on")) if edits else {}
     errors: list[FieldError] = []
     for index, (decision, row) in enumerate(zip(decisions, rows, strict=True)):
         field = f"decisions[{index}]"

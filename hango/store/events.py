@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Table, insert, select, update
 from sqlalchemy.orm import Session
 
 from hango.auth import Principal
@@ -42,7 +42,11 @@ def reserve(session: Session, run_id: uuid.UUID, count: int) -> int:
     return last - count + 1
 
 
+# A Core INSERT on the table, built once: every step writes events, and the ORM's bulk path adds nothing here.
+_INSERT_EVENTS = insert(cast(Table, RunEvent.__table__))
+
+
 def insert_events(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Insert numbered events (``tenant_id``, ``run_id``, ``seq``, ``type``, ``data``) in one statement."""
     if rows:
-        session.execute(insert(RunEvent), list(rows))
+        session.execute(_INSERT_EVENTS, list(rows))
