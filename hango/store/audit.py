@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import insert, select
+from sqlalchemy import Table, insert, select
 from sqlalchemy.orm import Session
 
 from hango.models import ActorKind, AuditEvent, Outcome
@@ -66,7 +66,10 @@ def insert_audit_events(session: Session, records: list[AuditRecord]) -> None:
         }
         for record in records
     ]
-    session.execute(insert(AuditEvent), rows)
+    session.execute(_INSERT_AUDIT, rows)
+
+
+_INSERT_AUDIT = insert(cast(Table, AuditEvent.__table__))  # built once: every mutating request writes one
 
 
 def list_audit_events(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, func, insert, select
+from sqlalchemy import Table, bindparam, func, insert, select
 from sqlalchemy.orm import Session
 
 from hango.agent.messages import Message
@@ -43,7 +43,7 @@ def insert_messages(
 ) -> list[MessageRow]:
     """Insert messages numbered from ``first_seq`` (a range the caller reserved on the run's counter) at once.
 
-    One Core ``executemany`` (the driver pages it into multi-row statements), not the ORM's unit of work: the rows
+    One Core ``executemany`` (SQLAlchemy pages it into multi-row statements), not the ORM's unit of work: the rows
     returned describe what was written and are not attached to the session.
     """
     rows = [
@@ -58,8 +58,11 @@ def insert_messages(
         for index, message in enumerate(messages)
     ]
     columns = ("tenant_id", "run_id", "seq", "role", "content", "subagent_call_id")
-    session.execute(insert(MessageRow), [{name: getattr(row, name) for name in columns} for row in rows])
+    session.execute(_INSERT_MESSAGES, [{name: getattr(row, name) for name in columns} for row in rows])
     return rows
+
+
+_INSERT_MESSAGES = insert(cast(Table, MessageRow.__table__))  # built once: every turn appends
 
 
 def loop_history(session: Session, run_id: uuid.UUID, subagent_call_id: uuid.UUID | None) -> list[Message]:
