@@ -94,6 +94,18 @@ def process(args: list[str], settings: Settings, *, own_group: bool = False) -> 
         stop(child, own_group=own_group)
 
 
+@contextmanager
+def bare_process(args: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """A Python process (``python <args>``) with this environment for the duration of the block."""
+    child = subprocess.Popen(
+        [sys.executable, *args], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        yield child
+    finally:
+        stop(child)
+
+
 def stop(child: subprocess.Popen[bytes], *, own_group: bool = False, grace: float = 30) -> None:
     """SIGTERM, then SIGKILL if the process is still there after ``grace`` seconds (a worker busy in a long tool)."""
     if child.poll() is not None:

@@ -14,6 +14,7 @@ Redis subscriber of this process, a little after the commit itself; nothing poll
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import statistics
@@ -25,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import redis
 from sqlalchemy import Connection, create_engine, text
 
 from bench.client import (
@@ -39,6 +41,7 @@ from bench.client import (
 )
 from bench.common import (
     REDIS_URL,
+    bare_process,
     bench_settings,
     forget_queue,
     forget_runs,
@@ -93,11 +96,11 @@ class Row:
     floor: str
     ratio: str
     goal: str
-    met: bool
+    met: bool | None  # None: a floor, with no goal of its own
 
     def markdown(self) -> str:
         """The row in the doc's table."""
-        met = "yes" if self.met else "**no**"
+        met = "" if self.met is None else "yes" if self.met else "**no**"
         return f"| {self.figure} | {self.hango} | {self.p90} | {self.floor} | {self.ratio} | {self.goal} | {met} |"
 
 
@@ -252,6 +255,74 @@ def _pause_then_resume(
     sent = time.perf_counter()
     bench.owner.post(f"/v1/runs/{run_id}/approvals", APPROVE)
     return pause, bench.succeeded(run_id) - sent
+
+
+def bare_stack_pause(bench: Bench, floors: Floors) -> list[Row]:
+    """The pause of the design card's stack with none of hango (:mod:`bench.bare_stack`): a POST to Flask under
+    gunicorn that commits a row and sends a Celery task, whose worker commits twice and publishes on Redis."""
+    env = {
+        **os.environ,
+        "HANGO_BENCH_BARE_DATABASE_URL": bench.url,
+        "HANGO_BENCH_BARE_REDIS_URL": REDIS_URL,
+        "HANGO_BENCH_BARE_QUEUE": f"hango-bench-bare-{uuid.uuid4().hex[:8]}",
+    }
+    bench.database.execute(text("CREATE TABLE IF NOT EXISTS bare_runs (id uuid PRIMARY KEY, state text NOT NULL)"))
+    port = free_port()
+    gunicorn = ["-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "32", "-b", f"127.0.0.1:{port}"]
+    worker = [
+        "-m",
+        "celery",
+        "-A",
+        "bench.bare_stack:celery_app",
+        "worker",
+        "-c",
+        "2",
+        "-Q",
+        env["HANGO_BENCH_BARE_QUEUE"],
+    ]
+    with bare_process([*gunicorn, "bench.bare_stack:flask_app"], env), bare_process([*worker, "-l", "WARNING"], env):
+        samples = _bare_pauses(bench, env, port)
+    celery = statistics.median(floors.celery)
+    row = _latency_row(f"stack floor under the pause: {BARE_PAUSE}", samples, celery, "Celery RT", 3)
+    return [dataclasses.replace(row, goal="(no goal: what the stack alone costs)", met=None)]
+
+
+BARE_PAUSE = "bare Flask POST (1 commit) → Celery task (2 commits) → Redis publish received"
+
+
+def _bare_pauses(bench: Bench, env: dict[str, str], port: int) -> list[float]:
+    client = redis.Redis.from_url(REDIS_URL)
+    channel = f"hango:bench:bare:{env['HANGO_BENCH_BARE_QUEUE']}"
+    pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+    pubsub.subscribe(channel)
+    http = Client(port, "none")
+    try:
+        _wait_bare(http)
+        samples = []
+        for _ in range(bench.rounds.latency + 20):
+            run_id = str(uuid.uuid4())
+            sent = time.perf_counter()
+            status, _ = http.request("POST", f"/runs/{run_id}")
+            assert status == 202, status
+            while (message := pubsub.get_message(timeout=30)) is None or message["data"].decode() != run_id:
+                if message is None and time.perf_counter() - sent > 30:
+                    raise TimeoutError("the bare stack's worker did not answer")
+            samples.append(time.perf_counter() - sent)
+        return samples[20:]  # the first ones warm the pools of both processes
+    finally:
+        pubsub.close()
+        forget_queue(client, env["HANGO_BENCH_BARE_QUEUE"])
+
+
+def _wait_bare(http: Client) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            http.request("GET", "/healthz")
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError("the bare stack's server did not start")
 
 
 def decided_at_sse_client(bench: Bench, floors: Floors) -> list[Row]:
@@ -623,6 +694,7 @@ def _ms_summary(samples: list[float]) -> str:
 
 FIGURES: dict[str, Callable[[Bench, Floors], list[Row]]] = {
     "pause-resume": pause_and_resume,
+    "stack": bare_stack_pause,
     "sse": decided_at_sse_client,
     "history": resume_by_history,
     "throughput": runs_per_second,
