@@ -81,7 +81,7 @@ class LoopPort(Protocol):
         ...
 
     def files(self) -> AbstractContextManager[FileSystem]:
-        """A read view of the run's filesystem in a short transaction (reviews take it; they read nothing yet)."""
+        """A read view of the run's filesystem, each read a statement of its own (reviews and the memory read)."""
         ...
 
 
