@@ -61,7 +61,7 @@ def create(run_id: uuid.UUID) -> tuple[str, int]:
     return "", 202
 
 
-@celery_app.task(name=TASK)
+@celery_app.task(name=TASK)  # type: ignore[untyped-decorator]
 def run(run_id: str) -> None:
     """Claim (one commit), suspend (another), then tell the waiting client."""
     for source, to in (("queued", "running"), ("running", "awaiting")):

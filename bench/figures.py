@@ -238,11 +238,11 @@ def pause_and_resume(bench: Bench, floors: Floors) -> list[Row]:
         pauses.append(pause)
         resumes.append(resume)
     celery = statistics.median(floors.celery)
-    pause = "pause: POST /v1/runs sent → awaiting_since committed (its event received)"
-    resume = "resume: decision POST sent → run succeeded (its event received)"
+    paused = "pause: POST /v1/runs sent → awaiting_since committed (its event received)"
+    succeeded = "resume: decision POST sent → run succeeded (its event received)"
     return [
-        _latency_row(pause, pauses[2:], celery, "Celery RT", 3),
-        _latency_row(resume, resumes[2:], celery, "Celery RT", 3),
+        _latency_row(paused, pauses[2:], celery, "Celery RT", 3),
+        _latency_row(succeeded, resumes[2:], celery, "Celery RT", 3),
     ]
 
 

@@ -21,7 +21,6 @@ import threading
 import time
 import urllib.request
 import uuid
-from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,7 +41,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
     with scratch_database() as url:
-        settings = replace(bench_settings(url), tool_modules=("bench.tools",))
+        settings = bench_settings(url).replace(tool_modules=("bench.tools",))
         runtime = Runtime.build(settings)
         principal = owner(runtime)
         token = _token(runtime, principal)
@@ -173,7 +172,7 @@ def _round(runtime: Runtime, principal: Any, base: str, token: str, agent_id: uu
 
 def _follow(base: str, token: str, run_id: str, seen: dict[str, float], paused: threading.Event) -> None:
     parts = urlsplit(base)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=SSE_TIMEOUT)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=SSE_TIMEOUT)
     connection.request("GET", f"/v1/runs/{run_id}/events", headers={"Authorization": f"Bearer {token}"})
     response = connection.getresponse()
     for raw in response:

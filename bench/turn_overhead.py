@@ -17,6 +17,7 @@ import uuid
 
 from bench.common import bench_settings, owner, process, scratch_database, summary, timed
 from hango.agent.messages import user_message
+from hango.auth import Principal
 from hango.models import Agent
 from hango.queue import PING_TASK
 from hango.run import service
@@ -56,19 +57,19 @@ def main() -> None:
     print(f"ratio per turn / bare round trip: {turn / base:.2f}x")
 
 
-def _agent(runtime: Runtime, principal: object, turns: int) -> uuid.UUID:
+def _agent(runtime: Runtime, principal: Principal, turns: int) -> uuid.UUID:
     script = [{"tool_calls": [{"name": "ls", "args": {"path": "/"}}]} for _ in range(turns - 1)] + [{"text": "done"}]
     agent = Agent(
         id=uuid.uuid4(),
         tenant_id=principal.tenant_id,
-        name=f"bench-{uuid.uuid4().hex[:6]}",  # type: ignore[attr-defined]
+        name=f"bench-{uuid.uuid4().hex[:6]}",
         model={"provider": "scripted", "script": script},
         tools=["ls"],
         max_turns=turns + 1,
         created_by=principal.user_id,
         interrupt_on={},
         subagents=[],
-        system_prompt="",  # type: ignore[attr-defined]
+        system_prompt="",
     )
     with runtime.db.transaction() as session:
         session.add(agent)
