@@ -47,6 +47,9 @@ def _clean(text: str | None) -> str | None:
     return text.replace("\x00", "\ufffd")[:MAX_TEXT]
 
 
+_INSERT_AUDIT = insert(cast(Table, AuditEvent.__table__))  # built once: every mutating request writes one
+
+
 def insert_audit_events(session: Session, records: list[AuditRecord]) -> None:
     """Insert audit rows in one statement, without ORM objects (nothing reads them back in the transaction)."""
     if not records:
@@ -67,9 +70,6 @@ def insert_audit_events(session: Session, records: list[AuditRecord]) -> None:
         for record in records
     ]
     session.execute(_INSERT_AUDIT, rows)
-
-
-_INSERT_AUDIT = insert(cast(Table, AuditEvent.__table__))  # built once: every mutating request writes one
 
 
 def list_audit_events(

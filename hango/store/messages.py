@@ -34,6 +34,9 @@ def to_message(row: MessageRow) -> Message:
     return Message(role=role, content=list(row.content), seq=row.seq, subagent_call_id=call_id)
 
 
+_INSERT_MESSAGES = insert(cast(Table, MessageRow.__table__))  # built once: every turn appends
+
+
 def insert_messages(
     session: Session,
     run: Run | RunCounters,
@@ -60,9 +63,6 @@ def insert_messages(
     columns = ("tenant_id", "run_id", "seq", "role", "content", "subagent_call_id")
     session.execute(_INSERT_MESSAGES, [{name: getattr(row, name) for name in columns} for row in rows])
     return rows
-
-
-_INSERT_MESSAGES = insert(cast(Table, MessageRow.__table__))  # built once: every turn appends
 
 
 def loop_history(session: Session, run_id: uuid.UUID, subagent_call_id: uuid.UUID | None) -> list[Message]:
