@@ -5,9 +5,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Select, bindparam, func, insert, select, update
+from sqlalchemy import Select, Table, bindparam, func, insert, select, update
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -181,11 +182,27 @@ def insert_pending(session: Session, rows: Sequence[PendingApproval]) -> None:
     session.execute(insert(PendingApproval), values)
 
 
+_APPROVALS = cast(Table, PendingApproval.__table__)
+# Built once; executed with one parameter set per decided row. Arguments are SQL NULL unless the decision is an
+# edit (a JSON column would otherwise store None as JSON ``null``).
+_DECIDE = (
+    update(_APPROVALS)
+    .where(_APPROVALS.c.id == bindparam("approval_id"))
+    .values(
+        state="decided",
+        decision=bindparam("decision"),
+        decision_args=bindparam("decision_args", type_=JSONB(none_as_null=True)),
+        decision_message=bindparam("decision_message"),
+        decided_by=bindparam("decided_by"),
+        decided_at=bindparam("decided_at"),
+    )
+)
+
+
 def record_decisions(session: Session, decided: Sequence[tuple[PendingApproval, dict[str, Any]]]) -> None:
     """Store decisions on loaded rows in one statement: each pair is a row and its ``decision``,
     ``decision_args``, ``decision_message``, ``decided_by`` and ``decided_at``. The rows then read as stored."""
-    # An ORM bulk UPDATE by primary key: one executemany statement.
-    session.execute(update(PendingApproval), [{"id": row.id, "state": "decided", **values} for row, values in decided])
+    session.execute(_DECIDE, [{"approval_id": row.id, **values} for row, values in decided])
     for row, values in decided:
         for name, value in {"state": "decided", **values}.items():
             set_committed_value(row, name, value)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, bindparam, select, update
+from sqlalchemy import ColumnElement, bindparam, null, select, update
 from sqlalchemy.orm import Session
 
 from hango.auth import Principal
@@ -148,6 +148,8 @@ def _guarded(
             kinds.append((name, "sql"))
         elif isinstance(value, Sql):
             kinds.append((name, value))
+        elif value is None:
+            kinds.append((name, "null"))
         else:
             kinds.append((name, "add" if isinstance(value, Add) else "value"))
             parameters[f"value_{name}"] = value.amount if isinstance(value, Add) else value
@@ -178,6 +180,9 @@ def _build(
     for name, value in values.items():
         if isinstance(value, ColumnElement | Sql):
             written[name] = value.expression if isinstance(value, Sql) else value
+            continue
+        if value is None:  # SQL NULL, in a JSON column too (where a bound None would be JSON null)
+            written[name] = null()
             continue
         bound = bindparam(f"value_{name}", type_=columns[name].type)
         written[name] = getattr(Run, name) + bound if isinstance(value, Add) else bound

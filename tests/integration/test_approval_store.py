@@ -206,6 +206,35 @@ def test_locked_with_approvals_finds_a_run_that_has_none(db: Database, two: tupl
         session.rollback()
 
 
+def test_recorded_decisions_are_stored_and_read_as_stored(db: Database, two: tuple[Tenant, Tenant]) -> None:
+    a, _ = two
+    now = datetime.now(UTC)
+    approve = {"decision": "approve", "decision_args": None, "decision_message": "", "decided_by": a.owner.user_id}
+    edit = {**approve, "decision": "edit", "decision_args": {"file_path": "/memories/y"}}
+    pending, other = a.rows["alice_pending"], a.rows["alice_pending_2"]
+    with Session(db.engine) as session:  # rolled back: the fixture's rows stay
+        rows = [session.get(PendingApproval, row.id) for row in (pending, other)]
+        assert rows[0] is not None
+        assert rows[1] is not None
+        approvals.record_decisions(
+            session, [(rows[0], {**approve, "decided_at": now}), (rows[1], {**edit, "decided_at": now})]
+        )
+        assert not session.dirty  # the loaded rows read as stored: nothing left to flush
+        stored = session.execute(
+            text(
+                "SELECT id, state, decision, decision_args IS NULL, decision_args->>'file_path' "
+                "FROM pending_approvals WHERE id IN (:a, :b)"
+            ),
+            {"a": pending.id, "b": other.id},
+        )
+        # An approval's arguments are SQL NULL, not JSON null; an edit's are the object.
+        assert sorted(tuple(row) for row in stored) == sorted(
+            [(pending.id, "decided", "approve", True, None), (other.id, "decided", "edit", False, "/memories/y")]
+        )
+        assert (rows[0].state, rows[1].decision_args) == ("decided", {"file_path": "/memories/y"})
+        session.rollback()
+
+
 def test_decided_unanswered_is_per_loop_and_per_tenant(db: Database, two: tuple[Tenant, Tenant]) -> None:
     a, b = two
     child = a.rows["alice_child_decided"].subagent_call_id

@@ -8,18 +8,20 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from flask.testing import FlaskClient
-from sqlalchemy import func
+from sqlalchemy import func, text
 
 from hango.agent.messages import user_message
 from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
-from hango.models import Run
+from hango.models import Run, RunState
 from hango.run import service, transitions
 from hango.run.runtime import Runtime, unit_of_work
 from hango.store import runs as run_store
 from hango.store.runs import Add
 from tests.integration.conftest import TenantFixture, create_agent
+
+RUNNING: tuple[RunState, ...] = ("running",)
 
 
 @pytest.fixture
@@ -46,16 +48,16 @@ def test_one_shape_reuses_its_statement_and_binds_each_calls_values(running: tup
             assert session.get(Run, run.id, populate_existing=True).updated_at == stamp  # type: ignore[union-attr]
     assert counters == [run.message_seq + 2, run.message_seq + 5]
     values = {"message_seq": Add(1), "updated_at": datetime.now(UTC)}
-    first = run_store._guarded(run.id, ("running",), values, "w1", None, 0, returning=None)[0]
-    again = run_store._guarded(uuid.uuid4(), ("running",), values, "w2", None, 0, returning=None)[0]
+    first = run_store._guarded(run.id, RUNNING, values, "w1", None, 0, returning=None)[0]
+    again = run_store._guarded(uuid.uuid4(), RUNNING, values, "w2", None, 0, returning=None)[0]
     assert first is again
 
 
 def test_a_value_given_as_sql_builds_its_statement_each_time(running: tuple[Runtime, Run]) -> None:
     runtime, run = running
     values = {"updated_at": func.now()}
-    first = run_store._guarded(run.id, ("running",), values, "w1", None, 0, returning=None)[0]
-    again = run_store._guarded(run.id, ("running",), values, "w1", None, 0, returning=None)[0]
+    first = run_store._guarded(run.id, RUNNING, values, "w1", None, 0, returning=None)[0]
+    again = run_store._guarded(run.id, RUNNING, values, "w1", None, 0, returning=None)[0]
     assert first is not again
     with runtime.db.transaction() as session:
         assert run_store.advance(session, run.id, "w1", values) is not None
@@ -66,5 +68,15 @@ def test_the_statements_kept_are_bounded(monkeypatch: pytest.MonkeyPatch, runnin
     monkeypatch.setattr(run_store, "_STATEMENTS", {})
     monkeypatch.setattr(run_store, "_MOST_STATEMENTS", 2)
     for column in ("updated_at", "lease_expires_at", "awaiting_since", "finished_at"):
-        run_store._guarded(run.id, ("running",), {column: None}, None, None, 0, returning=None)
+        run_store._guarded(run.id, RUNNING, {column: None}, None, None, 0, returning=None)
     assert len(run_store._STATEMENTS) == 2
+
+
+def test_none_is_sql_null_in_a_json_column_too(running: tuple[Runtime, Run]) -> None:
+    runtime, run = running
+    with runtime.db.transaction() as session:
+        assert run_store.advance(session, run.id, "w1", {"trace_context": {"trace_id": "t"}}) is not None
+    with runtime.db.transaction() as session:
+        assert run_store.advance(session, run.id, "w1", {"trace_context": None}) is not None
+        stored = session.execute(text("SELECT trace_context IS NULL FROM runs WHERE id = :id"), {"id": run.id})
+        assert stored.scalar_one() is True
