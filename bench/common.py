@@ -80,9 +80,18 @@ def process(args: list[str], settings: Settings, *, own_group: bool = False) -> 
     With ``own_group`` it leads a process group of its own, so that ``os.killpg`` reaches its pool children too
     (a benchmark that kills a worker with SIGKILL needs that); it is stopped the same way afterwards.
     """
+    with python_process(["-m", "hango", *args], environment(settings), own_group=own_group) as child:
+        yield child
+
+
+@contextmanager
+def python_process(
+    args: list[str], env: dict[str, str], *, own_group: bool = False
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``python <args>`` with this environment, in the repository, for the duration of the block."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "hango", *args],
-        env=environment(settings),
+        [sys.executable, *args],
+        env=env,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -92,18 +101,6 @@ def process(args: list[str], settings: Settings, *, own_group: bool = False) -> 
         yield child
     finally:
         stop(child, own_group=own_group)
-
-
-@contextmanager
-def bare_process(args: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    """A Python process (``python <args>``) with this environment for the duration of the block."""
-    child = subprocess.Popen(
-        [sys.executable, *args], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        yield child
-    finally:
-        stop(child)
 
 
 def stop(child: subprocess.Popen[bytes], *, own_group: bool = False, grace: float = 30) -> None:

@@ -41,13 +41,13 @@ from bench.client import (
 )
 from bench.common import (
     REDIS_URL,
-    bare_process,
     bench_settings,
     forget_queue,
     forget_runs,
     free_port,
     percentile,
     process,
+    python_process,
     scratch_database,
 )
 from bench.tools import wake_key
@@ -280,7 +280,10 @@ def bare_stack_pause(bench: Bench, floors: Floors) -> list[Row]:
         "-Q",
         env["HANGO_BENCH_BARE_QUEUE"],
     ]
-    with bare_process([*gunicorn, "bench.bare_stack:flask_app"], env), bare_process([*worker, "-l", "WARNING"], env):
+    with (
+        python_process([*gunicorn, "bench.bare_stack:flask_app"], env),
+        python_process([*worker, "-l", "WARNING"], env),
+    ):
         samples = _bare_pauses(bench, env, port)
     celery = statistics.median(floors.celery)
     row = _latency_row(f"stack floor under the pause: {BARE_PAUSE}", samples, celery, "Celery RT", 3)

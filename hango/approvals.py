@@ -238,17 +238,7 @@ def _audit(principal: Principal, named: NamedApproval, trace_id: str | None) -> 
 def _record(
     principal: Principal, kind: str, target_id: str, outcome: Outcome, detail: dict[str, Any], trace_id: str | None
 ) -> AuditRecord:
-    return AuditRecord(
-        tenant_id=principal.tenant_id,
-        actor_kind="user",
-        actor_id=principal.user_id,
-        action="approval.decide",
-        target_kind=kind,
-        target_id=target_id,
-        outcome=outcome,
-        detail=detail,
-        trace_id=trace_id,
-    )
+    return AuditRecord.by_user(principal, "approval.decide", (kind, target_id), outcome, detail, trace_id)
 
 
 def _parse(body: Any) -> list[dict[str, Any]]:

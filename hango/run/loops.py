@@ -32,7 +32,7 @@ from hango.run.subagents import ChildRunner
 from hango.run.transitions import Lease
 from hango.store import approvals as approval_store
 from hango.store import subagent_calls as subagent_store
-from hango.store.messages import loop_history, run_history, tool_call_ids
+from hango.store.messages import child_history, run_history
 from hango.telemetry import tracer
 
 
@@ -56,13 +56,10 @@ class StoredLoop:
     state: dict[str, Any]
 
     @classmethod
-    def read(cls, session: Session, run: Run, subagent_call_id: uuid.UUID | None) -> StoredLoop:
-        """The loop's stored inputs (the run's own loop reads its state from the row already loaded)."""
-        history = loop_history(session, run.id, subagent_call_id)
-        if subagent_call_id is None:
-            state = dict(run.state_json or {})
-        else:
-            state = subagent_store.state_of(session, run.id, subagent_call_id)
+    def of_child(cls, session: Session, run: Run, subagent_call_id: uuid.UUID) -> StoredLoop:
+        """A child loop's stored inputs: its messages, its state from its ``subagent_calls`` row, its decisions."""
+        history = child_history(session, run.id, subagent_call_id)
+        state = subagent_store.state_of(session, run.id, subagent_call_id)
         return cls(history, _decisions(session, run, subagent_call_id, state), state)
 
     @classmethod
@@ -114,28 +111,26 @@ class LoopSpec:
 class Loops:
     """Builds and drives the loops of one claimed run: its own, and its children's, at any depth."""
 
-    def __init__(
-        self, runtime: Runtime, run: Run, lease: Lease, stop: threading.Event, call_ids: set[str] | None = None
-    ) -> None:
+    def __init__(self, runtime: Runtime, run: Run, lease: Lease, stop: threading.Event, call_ids: set[str]) -> None:
         self.runtime = runtime
         self.run = run
         self.lease = lease
         self.stop = stop
         self.snapshot: dict[str, Any] = run.agent_snapshot
         self.span_context: SpanContext | None = None
-        # Every tool call id of the run, read once per execution and grown by each loop's turns: a provider that
-        # repeats an id in another loop of the same run (a child reusing its parent's) still gets a fresh one.
+        # Every tool call id of the run, read by the claim and grown by each loop's turns: a provider that repeats
+        # an id in another loop of the same run (a child reusing its parent's) still gets a fresh one.
         self.call_ids = call_ids
 
     def drive(
         self, spec: LoopSpec, subagent_call_id: uuid.UUID | None, depth: int, stored: StoredLoop | None = None
     ) -> tuple[Outcome, LoopState]:
-        """Run (or resume) one loop from its stored history, state and decisions (read here unless given)."""
-        if stored is None or self.call_ids is None:
+        """Run (or resume) one loop from its stored history, state and decisions: the run's own as the claim read
+        them (``stored``), a child's read here."""
+        if stored is None:
+            assert subagent_call_id is not None, "the run's own loop is driven from what its claim read"
             with self.runtime.db.transaction() as session:
-                stored = stored or StoredLoop.read(session, self.run, subagent_call_id)
-                if self.call_ids is None:
-                    self.call_ids = tool_call_ids(session, self.run.id)
+                stored = StoredLoop.of_child(session, self.run, subagent_call_id)
         state = load_state(stored.state, stored.history)
         # Decisions go into the state before any before_run hook runs.
         load_decisions(state, stored.decisions)

@@ -68,23 +68,12 @@ def create_run(
         rows = insert_messages(work.session, run, messages, None, first_seq=1)
         events = [("run.queued", {"reason": "created"}), *(("message.created", message_json(row)) for row in rows)]
         work.numbered(run, events)
-        insert_audit_events(work.session, [_created(principal, run, trace_id)])
+        created = AuditRecord.by_user(
+            principal, "run.create", ("run", str(run.id)), "success", {"agent_id": str(run.agent_id)}, trace_id
+        )
+        insert_audit_events(work.session, [created])
         work.enqueue_after_commit(run)
     return run
-
-
-def _created(principal: Principal, run: Run, trace_id: str | None) -> AuditRecord:
-    return AuditRecord(
-        tenant_id=principal.tenant_id,
-        actor_kind="user",
-        actor_id=principal.user_id,
-        action="run.create",
-        target_kind="run",
-        target_id=str(run.id),
-        outcome="success",
-        detail={"agent_id": str(run.agent_id)},
-        trace_id=trace_id,
-    )
 
 
 def cancel_run(runtime: Runtime, principal: Principal, run_id: uuid.UUID) -> Run:

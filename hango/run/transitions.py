@@ -289,7 +289,7 @@ def _held(
     if carried is not None:
         values = {**carried.values(), **values}
     taken = len(events) + (carried.event_count() if carried is not None else 0)
-    run = store.move_counters(work.session, lease.run_id, RUNNING, values, owner=lease.owner, events=taken)
+    run = store.advance(work.session, lease.run_id, lease.owner, values, events=taken)
     if run is None:
         raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
     work.numbered(run, [*(carried.insert(work, run) if carried is not None else []), *events])

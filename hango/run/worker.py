@@ -139,8 +139,7 @@ def _suspend(
     try:
         with unit_of_work(runtime) as work:
             # The turn that asked for the held batch commits with its suspension.
-            turn = NewMessages(list(outcome.unsaved), state, usage=outcome.usage) if outcome.unsaved else None
-            transitions.suspend(work, lease, rows, dump_state(state), context, turn)
+            transitions.suspend(work, lease, rows, dump_state(state), context, _last_turn(outcome, state))
     except RunStopped:
         return "stopped"
     for row in rows:
@@ -162,9 +161,7 @@ def _finish(runtime: Runtime, lease: Lease, outcome: Outcome, loop: LoopState | 
         return "stopped"
     state: Literal["succeeded", "failed"] = "succeeded" if isinstance(outcome, Done) else "failed"
     error = outcome.error if isinstance(outcome, Failed) else None
-    last = None
-    if isinstance(outcome, Done) and outcome.unsaved and loop is not None:
-        last = NewMessages(list(outcome.unsaved), loop, usage=outcome.usage)
+    last = _last_turn(outcome, loop) if isinstance(outcome, Done) and loop is not None else None
     try:
         with unit_of_work(runtime) as work:
             transitions.finish(work, lease, state, error, last)
@@ -172,6 +169,11 @@ def _finish(runtime: Runtime, lease: Lease, outcome: Outcome, loop: LoopState | 
         return "stopped"
     log.info("run finished", extra={"run_id": str(lease.run_id), "state": state, "error": error})
     return "finished"
+
+
+def _last_turn(outcome: Done | AwaitingApproval, state: LoopState) -> NewMessages | None:
+    """The turn the loop handed back unsaved, as the write its transition carries; ``None`` when there is none."""
+    return NewMessages(list(outcome.unsaved), state, usage=outcome.usage) if outcome.unsaved else None
 
 
 @contextmanager

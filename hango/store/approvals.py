@@ -16,7 +16,7 @@ from hango.auth import Principal
 from hango.errors import NotFound
 from hango.models import PendingApproval, Run
 from hango.pagination import Page, PageRequest, paginate
-from hango.store.runs import get_run
+from hango.store.runs import get_run, visible_to_bound
 
 
 def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
@@ -88,16 +88,13 @@ def list_for_tenant(session: Session, principal: Principal, state: str, page: Pa
 
 
 def _locked_with_approvals(members_own: bool) -> Select[Run, PendingApproval]:
-    visible = Run.tenant_id == bindparam("tenant_id")
-    if members_own:  # runs.visible_to for a member, with the caller bound
-        visible = visible & (Run.created_by == bindparam("user_id"))
     return (
         select(Run, PendingApproval)
         .outerjoin(
             PendingApproval,
             (PendingApproval.tenant_id == Run.tenant_id) & (PendingApproval.run_id == Run.id),
         )
-        .where(Run.id == bindparam("run_id"), visible)
+        .where(Run.id == bindparam("run_id"), visible_to_bound(members_own=members_own))
         .order_by(PendingApproval.created_at, PendingApproval.id)
         .with_for_update(of=Run)
     )

@@ -9,6 +9,7 @@ from typing import Any, cast
 from sqlalchemy import Table, insert, select
 from sqlalchemy.orm import Session
 
+from hango.auth import Principal
 from hango.models import ActorKind, AuditEvent, Outcome
 from hango.pagination import Page, PageRequest, paginate
 
@@ -26,6 +27,20 @@ class AuditRecord:
     outcome: Outcome
     detail: dict[str, Any] = field(default_factory=dict)
     trace_id: str | None = None
+
+    @classmethod
+    def by_user(
+        cls,
+        principal: Principal,
+        action: str,
+        target: tuple[str, str],
+        outcome: Outcome,
+        detail: dict[str, Any],
+        trace_id: str | None,
+    ) -> AuditRecord:
+        """A row of something a user did in their tenant: ``target`` is the kind and id acted on."""
+        kind, target_id = target
+        return cls(principal.tenant_id, "user", principal.user_id, action, kind, target_id, outcome, detail, trace_id)
 
 
 @dataclass(frozen=True)

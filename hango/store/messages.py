@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, func, insert, select
+from sqlalchemy import Table, bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from hango.agent.messages import Message
@@ -65,21 +65,20 @@ def insert_messages(
     return rows
 
 
-def loop_history(session: Session, run_id: uuid.UUID, subagent_call_id: uuid.UUID | None) -> list[Message]:
-    """One loop's messages in order: the run's own (``subagent_call_id`` null) or one child's.
+def child_history(session: Session, run_id: uuid.UUID, subagent_call_id: uuid.UUID) -> list[Message]:
+    """A child loop's messages in order (the run's own loop reads its history with :func:`run_history`).
 
     One query over plain columns (no ORM objects are built), straight into the loop's messages.
     """
-    columns = (MessageRow.seq, MessageRow.role, MessageRow.content)
-    statement = select(*columns).where(MessageRow.run_id == run_id)
-    if subagent_call_id is None:
-        statement = statement.where(MessageRow.subagent_call_id.is_(None))
-    else:
-        statement = statement.where(MessageRow.subagent_call_id == subagent_call_id)
-    child = str(subagent_call_id) if subagent_call_id else None
+    statement = (
+        select(MessageRow.seq, MessageRow.role, MessageRow.content)
+        .where(MessageRow.run_id == run_id, MessageRow.subagent_call_id == subagent_call_id)
+        .order_by(MessageRow.seq)
+    )
+    child = str(subagent_call_id)
     return [
         Message(role=role, content=list(content), seq=seq, subagent_call_id=child)
-        for seq, role, content in session.execute(statement.order_by(MessageRow.seq))
+        for seq, role, content in session.execute(statement)
     ]
 
 
@@ -106,14 +105,6 @@ def run_history(session: Session, run_id: uuid.UUID) -> tuple[list[Message], set
         if child is None:
             history.append(message)
     return history, call_ids
-
-
-def tool_call_ids(session: Session, run_id: uuid.UUID) -> set[str]:
-    """Every tool call id the run's assistant messages hold, its subagents' included (read in the database)."""
-    # A set-returning function in the select list: one row per tool_use block, the id as text.
-    ids = func.jsonb_path_query(MessageRow.content, '$[*] ? (@.type == "tool_use").id').op("#>>")("{}")
-    statement = select(ids).where(MessageRow.run_id == run_id, MessageRow.role == "assistant")
-    return set(session.scalars(statement))
 
 
 def list_messages(session: Session, principal: Principal, run_id: uuid.UUID, page: PageRequest) -> Page[MessageRow]:

@@ -20,9 +20,19 @@ from hango.pagination import Page, PageRequest, paginate
 
 def visible_to(principal: Principal) -> ColumnElement[bool]:
     """The runs a principal may see: the tenant's, and for a member only the ones they created."""
-    clause = Run.tenant_id == principal.tenant_id
-    if not principal.is_manager:
-        clause = clause & (Run.created_by == principal.user_id)
+    return _visible(principal.tenant_id, principal.user_id, members_own=not principal.is_manager)
+
+
+def visible_to_bound(*, members_own: bool) -> ColumnElement[bool]:
+    """:func:`visible_to` for a statement built once: the caller is bound as parameters ``tenant_id`` and
+    ``user_id``; ``members_own`` for a member's statement."""
+    return _visible(bindparam("tenant_id"), bindparam("user_id"), members_own=members_own)
+
+
+def _visible(tenant_id: Any, user_id: Any, *, members_own: bool) -> ColumnElement[bool]:
+    clause: ColumnElement[bool] = Run.tenant_id == tenant_id
+    if members_own:
+        clause = clause & (Run.created_by == user_id)
     return clause
 
 
@@ -96,28 +106,20 @@ def move(
     return session.scalars(statement, parameters, execution_options=_OPTIONS).one_or_none()
 
 
-def move_counters(
+def advance(
     session: Session,
     run_id: uuid.UUID,
-    source: Collection[RunState],
+    owner: str,
     values: Mapping[str, Any],
     *,
-    owner: str | None = None,
     events: int = 0,
 ) -> RunCounters | None:
-    """:func:`move`, returning only the run's counters (a worker's fenced writes read nothing else back)."""
-    statement, parameters = _guarded(run_id, source, values, owner, None, events, returning=_COUNTERS)
+    """Write a running run's row under this worker's lease in one fenced statement, returning only its counters
+    (a worker's writes, and its transitions, read nothing else back); ``None`` when the lease is no longer held."""
+    running: tuple[RunState, ...] = ("running",)
+    statement, parameters = _guarded(run_id, running, values, owner, None, events, returning=_COUNTERS)
     row = session.execute(statement, parameters, execution_options={"synchronize_session": False}).one_or_none()
     return None if row is None else RunCounters(*row)
-
-
-def advance(
-    session: Session, run_id: uuid.UUID, owner: str, values: Mapping[str, Any], *, events: int = 0
-) -> RunCounters | None:
-    """Write a running run's counters and loop state under this worker's lease, in one fenced statement (the
-    run's state is not among ``values``: that is a transition's); ``None`` when the lease is no longer held."""
-    running: tuple[RunState, ...] = ("running",)
-    return move_counters(session, run_id, running, values, owner=owner, events=events)
 
 
 # Built statements by shape: the columns written and how (bound value, bound increment), the guards and what is
