@@ -34,10 +34,11 @@ class Database:
             max_overflow=pool_size,
             pool_recycle=1800,
         )
-        # Single-statement reads on a small pool of their own in autocommit: no BEGIN and COMMIT round trips.
+        # Single-statement reads on a pool of their own, as large, in autocommit: no BEGIN and COMMIT round trips.
+        # Every request authenticates there, so it must not be the narrower of the two.
         self.reader: Engine = create_engine(
             engine_url(url),
-            pool_size=max(1, pool_size // 2),
+            pool_size=pool_size,
             max_overflow=pool_size,
             pool_recycle=1800,
             isolation_level="AUTOCOMMIT",
