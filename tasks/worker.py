@@ -24,7 +24,7 @@ from celery.signals import worker_process_init
 from hango.config import Settings
 from hango.errors import ConfigError
 from hango.queue import EXPIRE_TASK, PING_TASK, RECONCILE_TASK, RUN_TASK, STATS_TASK, make_celery, task_options
-from hango.run.expiry import expire_stale
+from hango.run.expiry import expire_stale, prune_approval_events
 from hango.run.reconciler import reconcile
 from hango.run.runtime import Runtime
 from hango.run.worker import execute_run
@@ -68,8 +68,11 @@ def create_worker_app(settings: Settings) -> Celery:
 
     @app.task(name=EXPIRE_TASK, **options)  # type: ignore[untyped-decorator]
     def expire_approvals() -> int:
-        """Fail the runs whose approvals outlived HANGO_APPROVAL_TTL."""
-        return expire_stale(process.runtime())
+        """Fail the runs whose approvals outlived HANGO_APPROVAL_TTL, and forget old approval stream events."""
+        runtime = process.runtime()
+        failed = expire_stale(runtime)
+        prune_approval_events(runtime)
+        return failed
 
     @app.task(name=PING_TASK, **options)  # type: ignore[untyped-decorator]
     def ping(reply_to: str | None = None) -> str:

@@ -107,7 +107,7 @@ def api_server(settings: Settings) -> Iterator[str]:
     """A ``hango api`` server; yields its base URL once it is healthy."""
     port = free_port()
     process = start(
-        ["api", "--port", str(port), "--workers", "1", "--threads", "32"], settings, f"hango-test-api-{port}"
+        ["api", "--port", str(port), "--workers", "1", "--connections", "32"], settings, f"hango-test-api-{port}"
     )
     base = f"http://127.0.0.1:{port}"
     try:
