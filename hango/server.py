@@ -1,14 +1,20 @@
 """gunicorn embedded as a library. The app is named by its import string, so the domain never imports the edge.
 
-The workers are gevent workers: gunicorn monkey-patches each one after the fork, before it loads the app, so
-sockets, locks and sleeps yield to other greenlets; :func:`hango.green.cooperative_postgres` makes psycopg2 yield
-too. An open event stream then costs a greenlet and a socket, not a thread.
+The workers are gevent workers: sockets, locks and sleeps yield to other greenlets, and
+:func:`hango.green.cooperative_postgres` makes psycopg2 yield too, so an open event stream costs a greenlet and a
+socket, not a thread. gevent must patch the standard library before anything imports it (``ssl`` above all), and
+the ``hango`` command has imported half of it by the time it parses its options; so :func:`serve` replaces the
+process with a fresh interpreter (:mod:`hango.gevent_server`, same pid) that patches first and then runs the
+arbiter.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import resource
+import sys
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -59,9 +65,16 @@ def raise_open_files_limit() -> int:
 
 
 def serve(options: dict[str, Any]) -> None:
-    """Run gunicorn in the foreground until SIGTERM or SIGINT."""
+    """Become gunicorn, in the foreground until SIGTERM or SIGINT: this process is replaced (same pid)."""
     limit = raise_open_files_limit()
     connections = int(options.get("worker_connections", 0))
     if connections and connections > limit:
         log.warning("%d connections per worker exceed the open-files limit of %d", connections, limit)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "hango.gevent_server", json.dumps(options)])  # noqa: S606 (our own interpreter, no shell)
+
+
+def run(options: dict[str, Any]) -> None:
+    """Run gunicorn in this process (already patched by :mod:`hango.gevent_server`)."""
     _Server(options).run()
