@@ -153,8 +153,8 @@ def suspend(
     }
     if trace_context is not None:
         values["trace_context"] = trace_context
-    for row in approvals:
-        row.created_at = now
+    for row in approvals:  # what the stored rows will hold, for the approval stream's events
+        row.created_at, row.state = now, "pending"
     events = [("approval.requested", approval_store.requested_event(row)) for row in approvals]
     events.append(("run.awaiting_approval", {"pending": [str(row.id) for row in approvals]}))
     run = _held(work, lease, values, events, carried)

@@ -103,17 +103,23 @@ def free_port() -> int:
 
 
 @contextmanager
-def api_server(settings: Settings) -> Iterator[str]:
-    """A ``hango api`` server; yields its base URL once it is healthy."""
+def api_server(settings: Settings, *, connections: int = 32) -> Iterator[str]:
+    """A ``hango api`` server with one worker process; yields its base URL once it is healthy."""
+    with api_process(settings, connections=connections) as (base, _):
+        yield base
+
+
+@contextmanager
+def api_process(settings: Settings, *, connections: int = 32) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """:func:`api_server`, yielding the gunicorn arbiter's process too."""
     port = free_port()
-    process = start(
-        ["api", "--port", str(port), "--workers", "1", "--connections", "32"], settings, f"hango-test-api-{port}"
-    )
+    args = ["api", "--port", str(port), "--workers", "1", "--connections", str(connections)]
+    process = start(args, settings, f"hango-test-api-{port}")
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: _healthy(base) or _died(process), timeout=30)
         assert process.poll() is None, "the API server exited at start"
-        yield base
+        yield base, process
     finally:
         stop(process)
 
