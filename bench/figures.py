@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python -m bench.figures [--quick]`` (PostgreSQL and Redis on 127.0.0.1). ``--quick`` plays fewer
 rounds and fills the approval table with 100k rows instead of 1M.
 
-The processes are the ones a user runs: ``hango api`` (one gunicorn process, 32 threads) and ``hango worker``
+The processes are the ones a user runs: ``hango api`` (one gunicorn gevent process, 32 connections) and ``hango worker``
 (its default concurrency, 2 prefork children) on a queue of this benchmark's own, in a scratch database. Agents are
 scripted (the ``scripted`` model provider); their first tool call writes ``/memories/x``, which the default
 interrupt rules send to a human. Latencies are wall-clock times seen by this client: a figure ending at a run's
@@ -195,7 +195,7 @@ def system(url: str, rounds: Rounds) -> Iterator[Bench]:
         with (
             engine.connect() as database,
             process(["worker"], settings),
-            process(["api", "--port", str(port), "--workers", "1", "--threads", "32"], settings),
+            process(["api", "--port", str(port), "--workers", "1", "--connections", "32"], settings),
             run_events(runtime.redis) as events,
         ):
             wait_ready(port)

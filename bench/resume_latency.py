@@ -47,7 +47,7 @@ def main() -> None:
         token = _token(runtime, principal)
         with (
             process(["worker", "--concurrency", "1"], settings),
-            process(["api", "--port", str(args.port), "--workers", "1", "--threads", "16"], settings),
+            process(["api", "--port", str(args.port), "--workers", "1", "--connections", "16"], settings),
         ):
             base = f"http://127.0.0.1:{args.port}"
             _wait_ready(base)
