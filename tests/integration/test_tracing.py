@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import http.client
+import io
 import json
+import logging
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,13 +28,15 @@ from hango.api import create_app
 from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
+from hango.logs import JsonFormatter
 from hango.models import Agent, AuditEvent, Run
 from hango.run import service
 from hango.run.runtime import Runtime
 from hango.run.worker import execute_run
-from tests.integration.conftest import Person, create_agent, start_run, wait_for_state
+from hango.tenancy import NewTenant
+from tests.integration.conftest import Person, bearer, create_agent, start_run, wait_for_state
 from tests.support.otlp import ReceivedSpan, receiver
-from tests.support.processes import api_server, log_path, wait_until, worker
+from tests.support.processes import ROOT, api_server, log_path, settings_env, wait_until, worker
 
 EXPORTER = InMemorySpanExporter()
 
@@ -46,7 +53,27 @@ def _spans(name_prefix: str) -> list[ReadableSpan]:
     return [span for span in EXPORTER.get_finished_spans() if span.name.startswith(name_prefix)]
 
 
-def test_a_suspension_ends_the_trace_and_the_resume_links_a_new_one(db: Database, settings: Settings) -> None:
+@contextmanager
+def _json_log(logger: str) -> Iterator[list[dict[str, Any]]]:
+    """The lines ``logger`` writes meanwhile, formatted as hango formats them (when they are logged)."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    target = logging.getLogger(logger)
+    target.addHandler(handler)
+    level = target.level
+    target.setLevel(logging.INFO)
+    lines: list[dict[str, Any]] = []
+    try:
+        yield lines
+    finally:
+        target.removeHandler(handler)
+        target.setLevel(level)
+        lines.extend(json.loads(line) for line in stream.getvalue().splitlines())
+
+
+def _suspended_run(db: Database, settings: Settings) -> tuple[Runtime, NewTenant, uuid.UUID]:
+    """A run waiting for a decision on its call ``w`` (a write to a protected path), driven in this process."""
     runtime = Runtime.build(settings.replace(queue=f"nowhere-{uuid.uuid4().hex[:8]}"), db=db)
     created = tenancy.create_tenant(db, "traced", f"o-{uuid.uuid4().hex[:6]}@example.com")
     owner = Principal(created.tenant_id, created.user_id, "owner")
@@ -79,12 +106,17 @@ def test_a_suspension_ends_the_trace_and_the_resume_links_a_new_one(db: Database
     with db.transaction() as session:
         session.add(agent)
     run = service.create_run(runtime, owner, agent.id, [user_message("go")])
-    EXPORTER.clear()
-
     assert execute_run(runtime, run.id) == "suspended"
+    return runtime, created, run.id
+
+
+def test_a_suspension_ends_the_trace_and_the_resume_links_a_new_one(db: Database, settings: Settings) -> None:
+    EXPORTER.clear()
+    runtime, created, run_id = _suspended_run(db, settings)
+    owner = Principal(created.tenant_id, created.user_id, "owner")
     [paused] = _spans("invoke_agent")
     assert paused.attributes["hango.run.outcome"] == "awaiting_approval"
-    assert paused.attributes["langfuse.session.id"] == str(run.id)
+    assert paused.attributes["langfuse.session.id"] == str(run_id)
     [waiting] = _spans("execute_tool")
     assert waiting.attributes["hango.tool.outcome"] == "awaiting_approval"
     [requested] = [event for event in waiting.events if event.name == "tool.approval_requested"]
@@ -97,16 +129,22 @@ def test_a_suspension_ends_the_trace_and_the_resume_links_a_new_one(db: Database
             {"tool_call_id": "w", "decision": "edit", "args": {"file_path": "/memories/AGENTS.md", "content": "other"}}
         ]
     }
-    approvals.decide(runtime, owner, run.id, body)
+    audit_trace = uuid.uuid4().hex
+    with _json_log("hango.approvals") as lines:
+        approvals.decide(runtime, owner, run_id, body, audit_trace)
+    # Outside any span (tracing off, or no request), the decision's line still names its audit row's trace.
+    [logged] = [line for line in lines if line["message"] == "approval decided"]
+    assert logged["trace_id"] == audit_trace
     EXPORTER.clear()
-    assert execute_run(runtime, run.id) == "finished"
+    assert execute_run(runtime, run_id) == "finished"
     [resumed] = _spans("invoke_agent")
-    assert resumed.parent is None, "a resume starts a new trace"
+    # Driven here, with no Celery task span around it, the resumed loop is a trace's root.
+    assert resumed.parent is None
     assert resumed.context.trace_id != paused.context.trace_id
     assert [link.context.span_id for link in resumed.links] == [paused.context.span_id]
     assert resumed.attributes["hango.run.resumed_from_span_id"] == format(paused.context.span_id, "016x")
     assert resumed.attributes["hango.run.suspension_seconds"] >= 0
-    assert resumed.attributes["langfuse.session.id"] == str(run.id)
+    assert resumed.attributes["langfuse.session.id"] == str(run_id)
     assert resumed.attributes["hango.run.outcome"] == "done"
     [executed] = _spans("execute_tool")
     [decided] = [event for event in executed.events if event.name == "tool.approval_decided"]
@@ -121,18 +159,62 @@ def test_a_suspension_ends_the_trace_and_the_resume_links_a_new_one(db: Database
 
 
 def test_a_worker_exports_its_spans_over_otlp_when_configured(
-    settings: Settings, make_tenant: Any, monkeypatch: pytest.MonkeyPatch
+    db: Database, settings: Settings, make_tenant: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
     with receiver() as otlp:
         own = settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}", otlp_endpoint=otlp.endpoint)
         tenant = make_tenant("otlp")
         with worker(own, concurrency=1, beat=False, name="otlp"):
-            client = create_app(own).test_client()
+            client = create_app(own, db=db).test_client()
             run_id = start_run(client, tenant.owner, create_agent(client, tenant.owner, [{"text": "hi"}]))
             assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
             [done] = wait_until(lambda: otlp.named("invoke_agent"), timeout=20)
     assert (done.service, done.attributes["hango.run.id"]) == ("hango-worker", run_id)
+
+
+def test_refused_decisions_are_audited_with_the_trace_of_their_request(db: Database, settings: Settings) -> None:
+    runtime, created, run_id = _suspended_run(db, settings)
+    # Built after this module installed a tracer provider, so it traces its requests into EXPORTER.
+    client = create_app(runtime.settings, db=db).test_client()
+    owner = bearer(created.token)
+    response = client.post(
+        "/v1/users", json={"email": f"m-{uuid.uuid4().hex[:6]}@example.com", "role": "member"}, headers=owner
+    )
+    member = bearer(response.json["token"])
+    EXPORTER.clear()
+    # A member cannot see the owner's run (a 404 the audit hook records); an edit without arguments is a 400 that
+    # the decision service records.
+    approve = {"decisions": [{"tool_call_id": "w", "decision": "approve"}]}
+    assert client.post(f"/v1/runs/{run_id}/approvals", json=approve, headers=member).status_code == 404
+    no_args = {"decisions": [{"tool_call_id": "w", "decision": "edit"}]}
+    assert client.post(f"/v1/runs/{run_id}/approvals", json=no_args, headers=owner).status_code == 400
+    hidden, invalid = _spans("POST /v1/runs/<uuid:run_id>/approvals")
+    with db.transaction() as session:
+        rows = session.scalars(
+            select(AuditEvent).where(AuditEvent.tenant_id == created.tenant_id, AuditEvent.action == "approval.decide")
+        )
+        by_target = {(row.target_kind, row.outcome): row.trace_id for row in rows}
+    assert by_target == {
+        ("run", "error"): format(hidden.context.trace_id, "032x"),
+        ("pending_approval", "error"): format(invalid.context.trace_id, "032x"),
+    }
+
+
+@pytest.mark.parametrize(("endpoint", "instrumented"), [(None, "False"), ("http://127.0.0.1:9/v1/traces", "True")])
+def test_the_api_traces_its_requests_only_when_tracing_is_configured(
+    settings: Settings, endpoint: str | None, instrumented: str
+) -> None:
+    # A process of its own: this one has a tracer provider installed already. No request is made, so the endpoint
+    # is never contacted.
+    code = (
+        "from hango.api.wsgi import app_from_env\n"
+        "print(getattr(app_from_env(), '_is_instrumented_by_opentelemetry', False))"
+    )
+    env = settings_env(settings.replace(otlp_endpoint=endpoint))
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == instrumented
 
 
 # One pause and its resume, through the real API server and a real worker, both exporting to one receiver.
@@ -190,16 +272,17 @@ def cycle(settings: Settings, db: Database, app: Flask) -> Iterator[Cycle]:
         owner = Person(created.user_id, "", "owner", created.token)
         # The agent is made in this process, so that the receiver gets only the two requests of the cycle.
         agent_id = create_agent(app.test_client(), owner, TWO_WRITES, tools=["write_file"])
-        with worker(own, concurrency=1, beat=False, name="traces"), api_server(own) as base:
-            status, run = _call(base, "POST", "/v1/runs", owner.token, {"agent_id": agent_id, "input": "go"})
-            assert status == 202, run
-            _wait_for(db, run["id"], "awaiting_approval")
-            status, decided = _call(base, "POST", f"/v1/runs/{run['id']}/approvals", owner.token, EDITS)
-            assert status == 200, decided
-            _wait_for(db, run["id"], "succeeded")
-            # Every span of the cycle has arrived: both requests, both tasks, the resumed loop and its tools.
-            wait_until(lambda: len(otlp.named("run/")) == 2 and len(otlp.named("execute_tool")) == 4, timeout=20)
-            wait_until(lambda: len(otlp.named("POST")) == 2 and otlp.named("decide_approvals"), timeout=20)
+        with worker(own, concurrency=1, beat=False, name="traces"):
+            with api_server(own) as base:
+                status, run = _call(base, "POST", "/v1/runs", owner.token, {"agent_id": agent_id, "input": "go"})
+                assert status == 202, run
+                _wait_for(db, run["id"], "awaiting_approval")
+                status, decided = _call(base, "POST", f"/v1/runs/{run['id']}/approvals", owner.token, EDITS)
+                assert status == 200, decided
+                _wait_for(db, run["id"], "succeeded")
+            # The API has stopped, and a process that stops exports what it still holds: its spans are all here.
+            # The worker's are once both tasks and all four tool calls (two waiting, two executed) have arrived.
+            wait_until(lambda: len(otlp.named(TASK)) == 2 and len(otlp.named("execute_tool")) == 4, timeout=20)
         with db.transaction() as session:
             audit = list(session.scalars(select(AuditEvent).where(AuditEvent.tenant_id == created.tenant_id)))
             session.expunge_all()
