@@ -1,4 +1,4 @@
-"""Traces across a suspension: the pause ends the run's span, the resume starts a new trace linked to it."""
+"""Traces across a suspension: a pause and its resume are two traces, linked both ways, that the audit joins."""
 
 from __future__ import annotations
 
