@@ -12,10 +12,11 @@ One pause and its resume make exactly two traces:
 - trace B, started by the decide request: the task it enqueues (inside the request span, so the Celery headers
   carry trace B), and under it the resumed ``invoke_agent``.
 
-Span links are fixed when a span starts, and trace A's spans have all ended before anybody decides, so the links
-that join the two traces are made when B's spans start (:func:`link_decision`, :func:`resumed_links`):
+A span's links cannot change once it has ended, and trace A's spans have all ended before anybody decides, so
+every link between the two traces is made while trace B happens (:func:`link_decision`, :func:`resumed_links`):
 
-- B to A: the decide request span and the resumed ``invoke_agent`` link to the suspended ``invoke_agent``;
+- B to A: the decide request span (while it is open) and the resumed ``invoke_agent`` (as it starts) link to the
+  suspended ``invoke_agent``;
 - A to B: the decision adds one short span to trace A, ``decide_approvals``, a child of the suspended
   ``invoke_agent`` that links to the decide request span.
 
