@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import redis
 from flask import Flask
+from opentelemetry.instrumentation.flask import FlaskInstrumentor
 from prometheus_client import CollectorRegistry
 from prometheus_flask_exporter import PrometheusMetrics
 
@@ -16,13 +17,17 @@ from hango.db import Database
 from hango.metrics import StoredStateCollector
 from hango.run.fanout import Fanout
 from hango.run.runtime import Runtime
+from hango.telemetry import tracing_enabled
 
 _BLUEPRINTS = (users.blp, agents.blp, files.blp, runs.blp, approvals.blp, audit_events.blp)
+# Probes and scrapes come every few seconds and say nothing about what users did.
+_UNTRACED = "/healthz,/readyz,/metrics"
 
 
 def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
     """Build the API application; nothing connects until the first request."""
     app = Flask("hango", static_folder=None)
+    _trace_requests(app)
     app.config.update(
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
         API_TITLE="hango",
@@ -60,3 +65,14 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
         metrics_decorator=ops.metrics_guard(settings.metrics_token),
     )
     return app
+
+
+def _trace_requests(app: Flask) -> None:
+    """A server span per request, when this process traces (set up after the fork, before the app is built).
+
+    Installed before any other hook, so that authentication, the views, the problem handlers and the audit hook
+    all run inside the span: the audit rows and log lines of a request carry its trace id, and a run enqueued by
+    a request is published with its context. Without a tracer provider nothing is installed.
+    """
+    if tracing_enabled():
+        FlaskInstrumentor.instrument_app(app, excluded_urls=_UNTRACED)  # type: ignore[no-untyped-call]

@@ -9,7 +9,6 @@ decisions therefore produce one transition: the second finds the run already ``q
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import marshmallow as ma
 from marshmallow import ValidationError, fields, validate, validates_schema
 
 from hango.agent.interrupts import compile_rules
+from hango.agent.state import arguments_changed
 from hango.auth import Principal
 from hango.errors import FieldError, Forbidden, HangoError, InvalidInput, NotAwaitingApproval, PartialDecision
 from hango.models import DECISIONS, Outcome, PendingApproval, Run
@@ -28,6 +28,7 @@ from hango.run import transitions
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.store import approvals as store
 from hango.store.audit import AuditRecord, insert_audit_events
+from hango.telemetry import link_decision
 from hango.validation import field_errors
 
 log = logging.getLogger(__name__)
@@ -86,10 +87,6 @@ class Decided:
     approvals: list[PendingApproval]
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
 def named_approvals(rows: list[PendingApproval], body: Any) -> list[NamedApproval]:
     """The known approvals a (possibly invalid) request names, for its audit rows."""
     items = body.get("decisions") if isinstance(body, dict) else None
@@ -99,7 +96,7 @@ def named_approvals(rows: list[PendingApproval], body: Any) -> list[NamedApprova
         if row is None or row.id in named:
             continue
         decision = item.get("decision") if item.get("decision") in DECISIONS else None
-        changed = _canonical(item.get("args")) != _canonical(row.arguments) if decision == "edit" else None
+        changed = arguments_changed(row.arguments, item.get("args")) if decision == "edit" else None
         named[row.id] = NamedApproval(row.id, row.tool_call_id, row.tool_name, decision, changed)
     return list(named.values())
 
@@ -135,6 +132,7 @@ def decide(
     """
     with unit_of_work(runtime) as work:
         run, rows = store.locked_with_approvals(work.session, principal, run_id)
+        suspended = run.trace_context  # the suspended run's span, read under the lock that decides
         try:
             decisions, chosen = _checked(runtime, principal, run, rows, body)
         except HangoError as refusal:
@@ -149,18 +147,28 @@ def decide(
             _store_decisions(work, principal, run, decisions, chosen, trace_id)
     if refused is not None:
         raise refused
+    link_decision(suspended, str(run.id), len(chosen), str(principal.user_id))
     for row in chosen:
-        log.info(
-            "approval decided",
-            extra={
-                "run_id": str(run.id),
-                "tool": row.tool_name,
-                "tool_call_id": row.tool_call_id,
-                "decision": row.decision,
-                "decided_by": str(principal.user_id),
-            },
-        )
+        _log_decided(row, principal, trace_id)
     return Decided(run, chosen)
+
+
+def _log_decided(row: PendingApproval, principal: Principal, trace_id: str | None) -> None:
+    """The decision's log line, with the ``trace_id`` of its audit row.
+
+    With tracing on that is the request span's trace, which the log formatter would add anyway; with tracing off it
+    is still the id the audit row has (the caller's ``traceparent`` or a fresh one), so the line joins the row.
+    """
+    extra = {
+        "run_id": str(row.run_id),
+        "tool": row.tool_name,
+        "tool_call_id": row.tool_call_id,
+        "decision": row.decision,
+        "decided_by": str(principal.user_id),
+    }
+    if trace_id is not None:
+        extra["trace_id"] = trace_id
+    log.info("approval decided", extra=extra)
 
 
 def _checked(
@@ -226,7 +234,7 @@ def _refusal_audit(
 
 def _named(row: PendingApproval, decision: dict[str, Any]) -> NamedApproval:
     kind = decision["decision"]
-    changed = _canonical(decision.get("args")) != _canonical(row.arguments) if kind == "edit" else None
+    changed = arguments_changed(row.arguments, decision.get("args")) if kind == "edit" else None
     return NamedApproval(row.id, row.tool_call_id, row.tool_name, kind, changed)
 
 

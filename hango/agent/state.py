@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +31,24 @@ class Decision:
     args: dict[str, Any] | None = None
     message: str = ""
     decided_by: str | None = None
+
+    def changes_arguments(self, original: Any) -> bool:
+        """Whether this decision runs the call with other arguments than ``original`` (the model's)."""
+        return self.kind == "edit" and arguments_changed(original, self.args)
+
+
+def arguments_changed(original: Any, edited: Any) -> bool:
+    """Whether an edit's arguments differ from the call's, as JSON values: key order does not count, while ``1``,
+    ``1.0``, ``true`` and ``"1"`` all differ (Python's ``==`` would take ``1 == 1.0 == True``).
+
+    The one judge of ``args_changed``: the ``tool.approval_decided`` span event and the ``approval.decide`` audit
+    row both ask it, so they cannot disagree.
+    """
+    return _canonical(original) != _canonical(edited)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass

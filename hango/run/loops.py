@@ -13,8 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, SpanContext, TraceFlags
+from opentelemetry.trace import Span, SpanContext
 from sqlalchemy.orm import Session
 
 from hango.agent.loop import AgentLoop, LoopConfig
@@ -33,7 +32,7 @@ from hango.run.transitions import Lease
 from hango.store import approvals as approval_store
 from hango.store import subagent_calls as subagent_store
 from hango.store.messages import child_history, run_history
-from hango.telemetry import tracer
+from hango.telemetry import resumed_links, tracer
 
 
 def decision_of(row: PendingApproval) -> Decision:
@@ -188,15 +187,18 @@ def outcome_name(outcome: Outcome) -> str:
 
 @contextmanager
 def invoke_agent_span(run: Run, spec: LoopSpec, subagent_call_id: uuid.UUID | None) -> Iterator[Span]:
-    """The ``invoke_agent`` span of one loop execution.
+    """The ``invoke_agent`` span of one loop execution, a child of whatever is current (the run's Celery task).
 
-    A run's loop resumed after a suspension starts a new trace whose root links to the suspended run's span
-    (stored in ``runs.trace_context``), so no span stays open while a human decides.
+    The run's own loop resumed after a suspension links to the suspended run's span (kept in
+    ``runs.trace_context``): it sits in the trace of the decision that queued it again, and no span stays open
+    while a human decides (see :mod:`hango.telemetry`).
     """
     name = spec.name or run.agent_snapshot.get("name", "agent")
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": name,
+        "gen_ai.provider.name": str(spec.model.get("provider", "unknown")),
+        "gen_ai.conversation.id": str(run.id),
         "hango.run.id": str(run.id),
         "hango.tenant.id": str(run.tenant_id),
         "langfuse.session.id": str(run.id),
@@ -204,21 +206,10 @@ def invoke_agent_span(run: Run, spec: LoopSpec, subagent_call_id: uuid.UUID | No
     }
     if subagent_call_id is not None:
         attributes["hango.subagent_call.id"] = str(subagent_call_id)
-    links: list[Link] = []
-    parent = None
     suspended = run.trace_context if subagent_call_id is None else None
-    if suspended and suspended.get("span_id"):
-        previous = SpanContext(
-            int(suspended["trace_id"], 16),
-            int(suspended["span_id"], 16),
-            is_remote=True,
-            trace_flags=TraceFlags(TraceFlags.SAMPLED),
-        )
-        links.append(Link(previous))
+    links = resumed_links(suspended)
+    if links and suspended is not None:
         attributes["hango.run.resumed_from_span_id"] = suspended["span_id"]
         attributes["hango.run.suspension_seconds"] = float(suspended.get("suspension_seconds", 0.0))
-        parent = Context()  # a new trace, not a child of whatever enqueued the resume
-    with tracer().start_as_current_span(
-        f"invoke_agent {name}", context=parent, links=links, attributes=attributes
-    ) as span:
+    with tracer().start_as_current_span(f"invoke_agent {name}", links=links, attributes=attributes) as span:
         yield span

@@ -24,6 +24,7 @@ from hango.run.loops import Loops, LoopSpec, StoredLoop
 from hango.run.persistence import NewMessages
 from hango.run.runtime import Runtime, unit_of_work
 from hango.run.transitions import Lease
+from hango.telemetry import stored_context
 
 log = logging.getLogger(__name__)
 Execution = Literal["skipped", "finished", "stopped", "suspended"]
@@ -132,11 +133,7 @@ def _suspend(
     """Persist the turn that asked for the batch (when unsaved), the batch's pending approvals, the state and the
     ``awaiting_approval`` transition in one transaction (the run's row in one statement)."""
     # What the resumed trace links back to.
-    context = (
-        {"trace_id": format(span.trace_id, "032x"), "span_id": format(span.span_id, "016x")}
-        if span is not None and span.is_valid
-        else None
-    )
+    context = stored_context(span)
     try:
         with unit_of_work(runtime) as work:
             # The turn that asked for the held batch commits with its suspension.

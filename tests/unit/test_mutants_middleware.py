@@ -136,6 +136,7 @@ def test_an_executed_call_is_an_execute_tool_span_with_its_outcome(spans: InMemo
     expected = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "write_file",
+        "gen_ai.tool.type": "function",
         "gen_ai.tool.call.id": "c1",
         "hango.run.id": str(request.context.run_id),
     }
@@ -145,12 +146,22 @@ def test_an_executed_call_is_an_execute_tool_span_with_its_outcome(spans: InMemo
     assert "secret" not in str([ok.attributes, failed.attributes])
 
 
-@pytest.mark.parametrize(("kind", "changed"), [("approve", False), ("edit", True), ("reject", False)])
+@pytest.mark.parametrize(
+    ("kind", "args", "changed"),
+    [
+        ("approve", None, False),
+        ("edit", {"content": "secret"}, True),
+        # The model's arguments given back as an edit (in another key order) change nothing, as the audit row says.
+        ("edit", {"content": "x", "file_path": "/a"}, False),
+        ("edit", {"file_path": "/a", "content": "x", "mode": 1}, True),
+        ("reject", None, False),
+    ],
+)
 def test_an_executed_decided_call_records_the_decision_without_arguments(
-    spans: InMemorySpanExporter, kind: str, changed: bool
+    spans: InMemorySpanExporter, kind: str, args: dict[str, Any] | None, changed: bool
 ) -> None:
     call = ToolCall("c1", "write_file", dict(FILE))
-    decision = _decision(kind, {"content": "secret"}, by="someone")
+    decision = _decision(kind, args, by="someone")
     scope = _decided({"c1": decision}, call)
     Tracing({}).wrap_tool_call(_request(call, scope), _ran)
     [event] = _one(spans).events
@@ -189,6 +200,7 @@ def test_a_suspended_loop_records_a_span_for_each_of_its_own_waiting_calls(spans
     assert dict(span.attributes or {}) == {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "write_file",
+        "gen_ai.tool.type": "function",
         "gen_ai.tool.call.id": "c1",
         "hango.run.id": str(scope.services.run_id),
         "hango.tool.outcome": "awaiting_approval",

@@ -1,7 +1,8 @@
 """Tracing: ``chat {model}`` and ``execute_tool {tool}`` spans, with the pause and the decision as span events.
 
-The outermost middleware, so its spans cover everything the inner ones do. Tool arguments are never recorded;
-for an ``edit`` only the fact that the arguments changed is.
+The outermost middleware, so its spans cover everything the inner ones do, and the call it sees is the model's (an
+edit replaces the arguments further in). Tool arguments are never recorded; for an ``edit`` only whether the
+arguments changed is, judged by :func:`hango.agent.state.arguments_changed` as the audit row is.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class Tracing(Middleware):
                 event: dict[str, str | bool] = {
                     "hango.approval.decision": decision.kind,
                     "hango.approval.decided_by": decision.decided_by or "",
-                    "hango.approval.args_changed": decision.kind == "edit",
+                    "hango.approval.args_changed": decision.changes_arguments(request.call.input),
                 }
                 span.add_event("tool.approval_decided", event)
             result = handler(request)
@@ -82,6 +83,8 @@ def _tool(call: ToolCall, run_id: uuid.UUID) -> dict[str, Any]:
     return {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": call.name,
+        # Every hango tool is a function the agent's own process runs (no provider-side extension or datastore).
+        "gen_ai.tool.type": "function",
         "gen_ai.tool.call.id": call.id,
         "hango.run.id": str(run_id),
     }
