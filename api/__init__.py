@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import redis
 from flask import Flask
-from prometheus_client import CollectorRegistry
-from prometheus_flask_exporter import PrometheusMetrics
 
 from hango import __version__
-from hango.api import agents, approvals, audit, audit_events, auth, files, ops, problems, runs, users
+from hango.api import agents, approvals, audit, audit_events, auth, files, metrics, ops, problems, runs, users
 from hango.api.context import Services
 from hango.api.parsing import Api
 from hango.config import Settings
 from hango.db import Database
-from hango.metrics import StoredStateCollector
 from hango.run.runtime import Runtime
 
 _BLUEPRINTS = (users.blp, agents.blp, files.blp, runs.blp, approvals.blp, audit_events.blp)
@@ -48,13 +45,5 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
     auth.register(app)
     audit.register(app)
     problems.register(app)
-    registry = CollectorRegistry()
-    registry.register(StoredStateCollector(runtime.db))
-    PrometheusMetrics(
-        app,
-        registry=registry,
-        group_by="url_rule",
-        excluded_paths=["/docs/.*"],
-        metrics_decorator=ops.metrics_guard(settings.metrics_token),
-    )
+    metrics.register(app, settings, runtime)
     return app

@@ -7,6 +7,8 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from gunicorn.util import import_app
 
+from hango import multiprocess_metrics
+
 WSGI_APP = "hango.api.wsgi:app_from_env()"
 
 
@@ -35,4 +37,18 @@ class _Server(BaseApplication):  # type: ignore[misc]
 
 def serve(options: dict[str, Any]) -> None:
     """Run gunicorn in the foreground until SIGTERM or SIGINT."""
-    _Server(options).run()
+    with multiprocess_metrics.shared_folder("hango-api-metrics-") as folder:
+        _Server({**options, **_metrics_hooks(folder)}).run()
+
+
+def _metrics_hooks(folder: str) -> dict[str, Any]:
+    """The gunicorn hooks of request metrics shared by every worker process through ``folder``.
+
+    The folder is made before gunicorn forks, so it works with any worker class (threads, gevent): each worker is
+    a process of its own and writes its own files. When a worker exits, its live gauges go; its counts stay.
+    """
+
+    def child_exit(server: Any, worker: Any) -> None:
+        multiprocess_metrics.forget_process(worker.pid, folder)
+
+    return {"child_exit": child_exit}
