@@ -64,7 +64,9 @@ def _runs_by_state(session: Session) -> Metric:
 def _by_tool(session: Session, tools: frozenset[str], *conditions: object) -> dict[str, int]:
     """Rows by tool name, with a 0 for every known tool that has none."""
     statement = select(PendingApproval.tool_name, func.count()).where(*conditions).group_by(PendingApproval.tool_name)  # type: ignore[arg-type]
-    return {**dict.fromkeys(tools, 0), **dict(session.execute(statement).tuples().all())}
+    counts = dict.fromkeys(tools, 0)
+    counts.update((tool, count) for tool, count in session.execute(statement))
+    return counts
 
 
 def _pending(session: Session, tools: frozenset[str]) -> Metric:
@@ -84,7 +86,7 @@ def _decisions(session: Session, tools: frozenset[str]) -> Metric:
         .group_by(PendingApproval.decision, PendingApproval.tool_name)
     )
     counts: dict[tuple[str, str], int] = {(decision, tool): 0 for decision in DECISIONS for tool in tools}
-    counts.update({(decision, tool): count for decision, tool, count in session.execute(statement).tuples()})
+    counts.update({(decision, tool): count for decision, tool, count in session.execute(statement)})
     for (decision, tool), count in sorted(counts.items()):
         family.add_metric([decision, tool], count)
     return family
