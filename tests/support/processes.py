@@ -103,11 +103,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def api_server(settings: Settings) -> Iterator[str]:
-    """A ``hango api`` server; yields its base URL once it is healthy."""
+def api_server(settings: Settings, *, workers: int = 1, threads: int = 32) -> Iterator[str]:
+    """A ``hango api`` server of ``workers`` gunicorn processes; yields its base URL once it is healthy."""
     port = free_port()
     process = start(
-        ["api", "--port", str(port), "--workers", "1", "--threads", "32"], settings, f"hango-test-api-{port}"
+        ["api", "--port", str(port), "--workers", str(workers), "--threads", str(threads)],
+        settings,
+        f"hango-test-api-{port}",
     )
     base = f"http://127.0.0.1:{port}"
     try:
