@@ -95,8 +95,16 @@ def test_the_dashboard_and_alert_rules_use_only_series_hango_exposes(client: Fla
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2] / "deploy" / "grafana"
-    text = (root / "dashboards" / "hango-runs.json").read_text() + (root / "provisioning" / "alerting.yaml").read_text()
+    deploy = Path(__file__).resolve().parents[2] / "deploy"
+    grafana = deploy / "grafana"
+    text = "".join(
+        path.read_text()
+        for path in (
+            grafana / "dashboards" / "hango-runs.json",
+            grafana / "provisioning" / "alerting.yaml",
+            deploy / "prometheus" / "alerts.yml",
+        )
+    )
     used = set(re.findall(r"\bhango_[a-z_]+", text))
     families = re.findall(r"^# TYPE (\S+) (\S+)$", client.get("/metrics").get_data(as_text=True), re.MULTILINE)
     suffixes = {"counter": ["", "_total"], "histogram": ["_bucket", "_count", "_sum"], "gauge": [""]}
