@@ -11,6 +11,7 @@ from hango.api.context import Services
 from hango.api.parsing import Api
 from hango.config import Settings
 from hango.db import Database
+from hango.run.fanout import Fanout
 from hango.run.runtime import Runtime
 
 _BLUEPRINTS = (users.blp, agents.blp, files.blp, runs.blp, approvals.blp, audit_events.blp)
@@ -37,6 +38,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
         db=runtime.db,
         redis=redis.Redis.from_url(settings.require_redis_url(), socket_timeout=2, socket_connect_timeout=2),
         runtime=runtime,
+        fanout=Fanout(runtime.redis, queue_size=settings.stream_buffer),
     )
     api = Api(app)
     for blueprint in _BLUEPRINTS:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
 import marshmallow as ma
-from flask import request
+from flask import Response, request
 from marshmallow import fields, missing, validate
 
 from hango import approvals
+from hango.api import sse
 from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint, request_json
@@ -19,6 +21,8 @@ from hango.approvals import DecisionsSchema
 from hango.errors import InvalidInput
 from hango.models import APPROVAL_STATES
 from hango.pagination import Page
+from hango.run.events import ApprovalNotice
+from hango.run.stream import open_approval_stream
 from hango.store.approvals import approval_json
 
 blp = Blueprint("approvals", __name__, url_prefix="/v1", description="Human-in-the-loop approvals")
@@ -91,6 +95,24 @@ def list_run_approvals(args: dict[str, Any], run_id: uuid.UUID) -> dict[str, Any
     """A run's approvals (anyone who can see the run), oldest first; ``?state=`` defaults to ``pending``."""
     page = approvals.list_for_run(services().runtime, principal(), run_id, args["state"], page_request(args))
     return _page(page)
+
+
+@blp.route("/approvals/events", methods=["GET"])
+@blp.doc(responses={"200": {"description": "a text/event-stream of the tenant's approval events"}, **sse.refusals()})
+def stream_approval_events() -> Response:
+    """Server-Sent Events: the tenant's live approval queue (a member's: the approvals of their own runs).
+
+    ``approval.requested``, ``approval.decided``, ``approval.expired`` and ``approval.cancelled``, each carrying
+    the approval as the lists show it. Reconnecting with ``Last-Event-ID`` replays what was missed, for at least
+    ``HANGO_APPROVAL_TTL``. Re-authorised at every keep-alive, like a run's stream.
+    """
+    stream = open_approval_stream(services().runtime, services().fanout, principal(), sse.last_event_id(0))
+    return sse.event_stream(stream, _frame, stream.close)
+
+
+def _frame(notice: ApprovalNotice) -> str:
+    # Zero-padded, so that the ids also increase as strings.
+    return f"id: {notice.seq:019d}\nevent: {notice.type}\ndata: {json.dumps(notice.data)}\n\n"
 
 
 @blp.route("/approvals", methods=["GET"])

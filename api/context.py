@@ -13,6 +13,7 @@ from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
 from hango.errors import Unauthorized
+from hango.run.fanout import Fanout
 from hango.run.runtime import Runtime
 from hango.telemetry import current_trace_id
 
@@ -27,6 +28,7 @@ class Services:
     db: Database
     redis: redis.Redis
     runtime: Runtime
+    fanout: Fanout
 
 
 def services() -> Services:

@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import marshmallow as ma
-from flask import Response, request, stream_with_context
+from flask import Response
 from marshmallow import fields, validate
 
+from hango.api import sse
 from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, list_of, page_request
-from hango.errors import InvalidInput
 from hango.models import RUN_STATES
 from hango.models import Run as RunRow
 from hango.pagination import Page
 from hango.run import service
+from hango.run.events import Event
 from hango.run.stream import open_stream
 
-MAX_SEQ = 2**63 - 1  # event sequence numbers are PostgreSQL bigints
 blp = Blueprint("runs", __name__, url_prefix="/v1", description="Runs, their messages and their events")
 
 
@@ -82,7 +81,7 @@ class RunListArgs(ListArgs):
 
 
 class EventArgs(ma.Schema):
-    after = fields.Integer(load_default=None, validate=validate.Range(min=0, max=MAX_SEQ))
+    after = fields.Integer(load_default=None, validate=validate.Range(min=0, max=sse.MAX_SEQ))
 
 
 RunList = list_of(Run, "RunList")
@@ -136,30 +135,10 @@ def list_messages(args: dict[str, Any], run_id: uuid.UUID) -> Page[Any]:
     return service.list_messages(services().runtime, principal(), run_id, page_request(args))
 
 
-def _refusal(description: str) -> dict[str, Any]:
-    """The OpenAPI of a refused stream: a problem document, and when to try again."""
-    return {
-        "description": description,
-        "headers": {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}},
-        "content": {"application/problem+json": {"schema": {"type": "object"}}},
-    }
-
-
 @blp.route("/runs/<uuid:run_id>/events", methods=["GET"])
 @blp.problems(404)
 @blp.arguments(EventArgs, location="query")
-@blp.doc(
-    responses={
-        "200": {"description": "a text/event-stream of the run's events"},
-        "429": _refusal(
-            "urn:hango:problem:too-many-streams: the user already holds HANGO_MAX_STREAMS_PER_USER open streams"
-        ),
-        "503": _refusal(
-            "urn:hango:problem:stream-capacity-full: this server process streams to as many clients as it keeps "
-            "threads for (HANGO_MAX_STREAMS_PER_PROCESS)"
-        ),
-    }
-)
+@blp.doc(responses={"200": {"description": "a text/event-stream of the run's events"}, **sse.refusals()})
 def stream_events(args: dict[str, Any], run_id: uuid.UUID) -> Response:
     """Server-Sent Events: the stored log from the start (or after ``Last-Event-ID`` / ``?after=``), then live.
 
@@ -167,31 +146,11 @@ def stream_events(args: dict[str, Any], run_id: uuid.UUID) -> Response:
     client sees ``approval.requested``, ``approval.decided`` and the resumed run on one connection), and ends after
     ``run.finished``. It is re-authorised at every keep-alive: a revoked token or a removed membership closes it.
     """
-    after = _resume_point(args.get("after"))
+    after = sse.last_event_id(args.get("after") or 0)
     # Refusals (404, 429, 503) are raised here, so they are responses and not broken streams.
-    events = open_stream(services().runtime, principal(), run_id, after)
-
-    def generate() -> Iterator[str]:
-        yield "retry: 2000\n\n"
-        for event in events:
-            if event is None:
-                yield ": keep-alive\n\n"
-                continue
-            yield f"id: {event.seq}\nevent: {event.type}\ndata: {json.dumps(event.data, default=str)}\n\n"
-
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    response = Response(stream_with_context(generate()), mimetype="text/event-stream", headers=headers)
-    # Closing the response frees the slots even if the body was never iterated (a client gone before the first byte).
-    response.call_on_close(events.close)
-    return response
+    events = open_stream(services().runtime, services().fanout, principal(), run_id, after)
+    return sse.event_stream(events, _frame, events.close)
 
 
-def _resume_point(after: int | None) -> int:
-    header = request.headers.get("Last-Event-ID")
-    if header is None:
-        return after or 0
-    text = header.strip()
-    # ASCII digits that fit a bigint: ``str.isdigit`` alone admits "²" and other digits int() refuses.
-    if not (text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_SEQ):
-        raise InvalidInput.field("Last-Event-ID", "must be the id of an event this stream sent")
-    return int(text)
+def _frame(event: Event) -> str:
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {json.dumps(event.data, default=str)}\n\n"

@@ -8,11 +8,13 @@ from flask import Flask
 
 from hango.api import create_app
 from hango.config import Settings
+from hango.green import cooperative_postgres
 from hango.telemetry import configure_tracing
 
 
 def app_from_env() -> Flask:
     """Build the app from the ``HANGO_*`` environment (called in each gunicorn worker, after the fork)."""
+    cooperative_postgres()
     settings = Settings.from_env(os.environ)
     configure_tracing(settings, "api")
     return create_app(settings)

@@ -116,27 +116,27 @@ def tenants_create(ctx: click.Context, name: str, owner_email: str, as_json: boo
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.option("--workers", default=2, show_default=True, type=int, help="gunicorn worker processes")
 @click.option(
-    "--threads",
+    "--connections",
     type=click.IntRange(min=2),
-    help="threads per worker [default: HANGO_API_THREADS, 64]; open event streams hold at most three quarters "
-    "of them (or HANGO_MAX_STREAMS_PER_PROCESS), the rest serve ordinary requests",
+    help="client connections per worker [default: HANGO_API_CONNECTIONS, 8192]; open event streams hold at most "
+    "three quarters of them (or HANGO_MAX_STREAMS_PER_PROCESS), the rest serve ordinary requests",
 )
 @click.pass_context
-def api_command(ctx: click.Context, host: str, port: int, workers: int, threads: int | None) -> None:
-    """Serve the HTTP API with gunicorn."""
+def api_command(ctx: click.Context, host: str, port: int, workers: int, connections: int | None) -> None:
+    """Serve the HTTP API with gunicorn's gevent workers (an open event stream costs a greenlet, not a thread)."""
     from hango.server import serve  # gunicorn is only needed by this command
 
     settings = _settings(ctx)
     _require_services(settings)
-    threads = threads or settings.api_threads
+    connections = connections or settings.api_connections
     try:
-        settings.replace(api_threads=threads).check()
+        settings.replace(api_connections=connections).check()
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
-    options: dict[str, Any] = {"bind": f"{host}:{port}", "workers": workers, "threads": threads}
+    options: dict[str, Any] = {"bind": f"{host}:{port}", "workers": workers, "worker_connections": connections}
     # The workers build their settings from the environment: they must size their stream capacity by the
-    # threads gunicorn really gives them.
-    options["raw_env"] = [f"HANGO_API_THREADS={threads}"]
+    # connections gunicorn really gives them.
+    options["raw_env"] = [f"HANGO_API_CONNECTIONS={connections}"]
     serve(options)
 
 

@@ -216,13 +216,22 @@ class Settings(BaseSettings):
     max_streams_per_user: WholeNumber = Field(
         default=50, description="open event streams per user across API processes; one more is a 429"
     )
-    # An open event stream holds a thread, so one process serves at most ``stream_capacity()`` streams and keeps
-    # the rest for ordinary requests.
-    api_threads: WholeNumber = Field(
-        default=64, description="gunicorn threads per API process (`hango api --threads` defaults to it)"
+    # An API process is a gevent worker: an open event stream is a greenlet holding one of its connections, so one
+    # process serves at most ``stream_capacity()`` streams and keeps the other connections for ordinary requests.
+    api_connections: WholeNumber = Field(
+        default=8192,
+        description="simultaneous client connections per API process (`hango api --connections` defaults to it)",
     )
     max_streams_per_process: WholeNumber | None = Field(
-        default=None, description="how many API threads streams may hold; unset, three quarters of them"
+        default=None, description="how many of those connections streams may hold; unset, three quarters of them"
+    )
+    stream_buffer: WholeNumber = Field(
+        default=256,
+        description="live events queued for one slow stream before it re-reads them from the database instead",
+    )
+    approval_events_retention: Duration | None = Field(
+        default=None,
+        description="how long the tenant approval stream can be replayed; unset, twice `HANGO_APPROVAL_TTL`",
     )
     max_file_bytes: WholeNumber = Field(default=1_048_576, description="largest file a tool may write")
     max_run_storage_bytes: WholeNumber = Field(default=64 * 1_048_576, description="a run's scratch files")
@@ -284,20 +293,27 @@ class Settings(BaseSettings):
         """Refuse combinations that would break the runtime's guarantees."""
         if self.run_heartbeat_interval >= self.run_lease:
             raise ConfigError("HANGO_RUN_HEARTBEAT_INTERVAL must be shorter than HANGO_RUN_LEASE")
-        if self.api_threads < 2:
-            raise ConfigError("HANGO_API_THREADS must be at least 2: streams may not take every thread")
-        if self.max_streams_per_process is not None and self.max_streams_per_process >= self.api_threads:
-            raise ConfigError("HANGO_MAX_STREAMS_PER_PROCESS must be below HANGO_API_THREADS")
+        if self.api_connections < 2:
+            raise ConfigError("HANGO_API_CONNECTIONS must be at least 2: streams may not take every connection")
+        if self.max_streams_per_process is not None and self.max_streams_per_process >= self.api_connections:
+            raise ConfigError("HANGO_MAX_STREAMS_PER_PROCESS must be below HANGO_API_CONNECTIONS")
+        if self.approval_events_retention is not None and self.approval_events_retention < self.approval_ttl:
+            raise ConfigError("HANGO_APPROVAL_EVENTS_RETENTION must be at least HANGO_APPROVAL_TTL")
 
     def stream_capacity(self) -> int:
         """How many event streams one API process serves at once.
 
-        ``HANGO_MAX_STREAMS_PER_PROCESS`` when set; otherwise three quarters of ``HANGO_API_THREADS``, so that the
-        other quarter (at least one thread) always serves ordinary requests.
+        ``HANGO_MAX_STREAMS_PER_PROCESS`` when set; otherwise three quarters of ``HANGO_API_CONNECTIONS``, so that
+        the other quarter (at least one connection) always serves ordinary requests.
         """
         if self.max_streams_per_process is not None:
             return self.max_streams_per_process
-        return self.api_threads - max(1, self.api_threads // 4)
+        return self.api_connections - max(1, self.api_connections // 4)
+
+    def approval_stream_retention(self) -> timedelta:
+        """How long approval stream events are kept: ``HANGO_APPROVAL_EVENTS_RETENTION``, or twice the TTL, so a
+        reviewer reconnecting within an approval's lifetime misses nothing of it."""
+        return self.approval_events_retention or 2 * self.approval_ttl
 
     def require_database_url(self) -> str:
         """The database URL, or a :class:`ConfigError` naming the variable when it is unset."""

@@ -93,6 +93,8 @@ class Tenant(Base):
 
     id: Mapped[uuid.UUID] = _id()
     name: Mapped[str] = mapped_column(Text, nullable=False)
+    # The last number given to an event of the tenant's approval stream (``approval_events.seq``).
+    approval_event_seq: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     created_at: Mapped[datetime] = _created_at()
 
 
@@ -362,4 +364,28 @@ class PendingApproval(Base):
     decision_message: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
     decided_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id"), nullable=True)
     decided_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class ApprovalEvent(Base):
+    """One entry of a tenant's approval stream: an approval as it was when it was requested, decided, expired or
+    cancelled. Numbered per tenant in commit order (under the tenant row's lock), so a reader that resumes after
+    a number misses nothing; kept for ``Settings.approval_events_retention()``."""
+
+    __tablename__ = "approval_events"
+    __table_args__ = (
+        CheckConstraint("seq >= 1", name="seq_positive"),
+        # A member's stream: the approvals of their own runs, in order.
+        Index(None, "tenant_id", "run_creator", "seq"),
+        Index(None, "created_at"),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True, nullable=False
+    )
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    type: Mapped[str] = mapped_column(Text, nullable=False)
+    approval_id: Mapped[uuid.UUID] = mapped_column(nullable=False)
+    run_creator: Mapped[uuid.UUID] = mapped_column(nullable=False)
+    data: Mapped[dict[str, Any]] = mapped_column(nullable=False)
     created_at: Mapped[datetime] = _created_at()

@@ -5,6 +5,8 @@ in its own transaction, under the run's row lock and only if the run is still ``
 concurrent decision either wins (the run is ``queued`` and the sweeper leaves it) or loses (it finds the run
 ``failed`` and answers 409) — never both. Two sweepers at once queue on the same lock and the second finds nothing
 to do. Nobody made a request, so the sweeper writes its ``approval.expire`` audit rows itself.
+
+The sweeper also forgets the tenant approval stream's events once they are older than its retention.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import UTC, datetime
 from hango.models import PendingApproval
 from hango.run import transitions
 from hango.run.runtime import Runtime, unit_of_work
+from hango.store import approval_events as approval_event_store
 from hango.store import approvals as store
 from hango.store import runs as run_store
 from hango.store.audit import AuditRecord, insert_audit_events
@@ -33,6 +36,13 @@ def expire_stale(runtime: Runtime, *, batch: int = BATCH) -> int:
         run_ids = store.stale_runs(session, cutoff, batch)
     trace_id = current_trace_id() or uuid.uuid4().hex
     return sum(expire_run(runtime, run_id, cutoff, trace_id) for run_id in run_ids)
+
+
+def prune_approval_events(runtime: Runtime, *, batch: int = 1000) -> int:
+    """Forget up to ``batch`` approval stream events older than the stream's retention; returns how many."""
+    cutoff = datetime.now(UTC) - runtime.settings.approval_stream_retention()
+    with runtime.db.transaction() as session:
+        return approval_event_store.prune(session, cutoff, batch)
 
 
 def expire_run(runtime: Runtime, run_id: uuid.UUID, cutoff: datetime, trace_id: str) -> bool:

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import redis
@@ -17,10 +18,12 @@ from hango.agent.tools.filesystem import builtin_registry
 from hango.agent.tools.task import TASK_TOOL
 from hango.config import Settings
 from hango.db import Database
-from hango.models import Run
+from hango.models import PendingApproval, Run
 from hango.queue import RunQueue, make_celery
-from hango.run.events import Event, Publisher
+from hango.run.events import ApprovalNotice, Event, Publisher
+from hango.store import approval_events as approval_event_store
 from hango.store import events as event_store
+from hango.store.approvals import approval_item
 from hango.store.runs import RunCounters
 
 log = logging.getLogger(__name__)
@@ -76,9 +79,12 @@ class Work:
     """
 
     session: Session
+    approval_ttl: timedelta
     events: list[Event] = field(default_factory=list)
+    notices: list[ApprovalNotice] = field(default_factory=list)
     enqueues: list[tuple[uuid.UUID, int]] = field(default_factory=list)
     _rows: list[dict[str, Any]] = field(default_factory=list)
+    _approvals: list[tuple[str, PendingApproval, dict[str, Any]]] = field(default_factory=list)
     _emitted: dict[tuple[uuid.UUID, uuid.UUID], list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
 
     def emit(self, run: Run, type_: str, data: dict[str, Any] | None = None) -> None:
@@ -94,6 +100,10 @@ class Work:
         for index, (type_, data) in enumerate(events):
             self._record(Event(run.id, first + index, type_, data), run.tenant_id)
 
+    def approvals(self, type_: str, rows: Sequence[PendingApproval]) -> None:
+        """Append approvals, as they are now, to their tenant's approval stream; numbered just before commit."""
+        self._approvals.extend((type_, row, approval_item(row, self.approval_ttl)) for row in rows)
+
     def write_events(self) -> None:
         """Number and write the events of this transaction; :func:`unit_of_work` calls this just before commit."""
         for (run_id, tenant_id), emitted in self._emitted.items():
@@ -103,6 +113,32 @@ class Work:
         self._emitted.clear()
         event_store.insert_events(self.session, self._rows)
         self._rows.clear()
+        self._write_approval_events()
+
+    def _write_approval_events(self) -> None:
+        # Last in the transaction: numbering locks the tenant's row until the commit. Tenants in one order, so two
+        # transactions that name the same tenants cannot deadlock.
+        by_tenant: dict[uuid.UUID, list[tuple[str, PendingApproval, dict[str, Any]]]] = {}
+        for entry in self._approvals:
+            by_tenant.setdefault(entry[1].tenant_id, []).append(entry)
+        rows = []
+        for tenant_id in sorted(by_tenant):
+            entries = by_tenant[tenant_id]
+            first = approval_event_store.reserve(self.session, tenant_id, len(entries))
+            for seq, (type_, row, data) in enumerate(entries, start=first):
+                self.notices.append(ApprovalNotice(tenant_id, seq, type_, row.run_creator, data))
+                rows.append(
+                    {
+                        "tenant_id": tenant_id,
+                        "seq": seq,
+                        "type": type_,
+                        "approval_id": row.id,
+                        "run_creator": row.run_creator,
+                        "data": data,
+                    }
+                )
+        approval_event_store.insert_events(self.session, rows)
+        self._approvals.clear()
 
     def _record(self, event: Event, tenant_id: uuid.UUID) -> None:
         self.events.append(event)
@@ -119,10 +155,10 @@ class Work:
 def unit_of_work(runtime: Runtime) -> Iterator[Work]:
     """A transaction whose events are published, and whose runs are enqueued, only after it commits."""
     with runtime.db.transaction() as session:
-        work = Work(session)
+        work = Work(session, runtime.settings.approval_ttl)
         yield work
         work.write_events()
-    runtime.publisher.publish(work.events)
+    runtime.publisher.publish(work.events, work.notices)
     for run_id, generation in work.enqueues:
         try:
             runtime.queue.enqueue(run_id, generation)

@@ -15,9 +15,10 @@ from hango.models import Message as MessageRow
 from hango.models import Run
 from hango.pagination import Page, PageRequest
 from hango.run import transitions
-from hango.run.events import Event
+from hango.run.events import ApprovalNotice, Event
 from hango.run.runtime import Runtime, unit_of_work
 from hango.store import agents as agent_store
+from hango.store import approval_events as approval_event_store
 from hango.store import events as event_store
 from hango.store import messages as message_store
 from hango.store import runs as run_store
@@ -108,3 +109,21 @@ def events_after(
         run = run_store.get_run(session, principal, run_id)
         rows = event_store.events_of(session, run, after, limit)
         return [Event.from_row(row) for row in rows], run.state
+
+
+def approval_events_after(
+    runtime: Runtime, principal: Principal, after: int, limit: int = 500
+) -> tuple[list[ApprovalNotice], int]:
+    """The tenant's approval events after ``after`` that the principal may see, and the number the read got to.
+
+    The number counts the events the principal may not see too (a member's stream skips other members' runs),
+    so a reader can tell a published event that directly follows from one after a gap.
+    """
+    with runtime.db.transaction() as session:
+        # Numbers are given in commit order: every event up to ``reached`` is committed, and read below.
+        reached = approval_event_store.last_seq(session, principal.tenant_id)
+        rows = approval_event_store.visible_after(session, principal, after, limit)
+    notices = [ApprovalNotice.from_row(row) for row in rows]
+    if len(rows) == limit:  # a page: the rest of the log is read next time
+        reached = notices[-1].seq
+    return notices, max(reached, notices[-1].seq if notices else after)

@@ -1,102 +1,206 @@
-"""Following a run's events: replay the stored log, then stream live events as they are published.
+"""Following an event log: replay what is stored, then stream live events as they are published.
 
-The database is the log; Redis only wakes readers early. A reader subscribes before it reads the log, takes a
-published event directly only when it is exactly the next one, and otherwise re-reads the log, so a lost or
-reordered publish costs latency, never an event.
+Two logs are followed: a run's events (``GET /v1/runs/{id}/events``) and a tenant's approval stream
+(``GET /v1/approvals/events``). The database is the log; Redis only wakes readers early, through the process's
+one subscription (:mod:`hango.run.fanout`). A reader listens before it reads the log, takes a published event
+directly only when it is exactly the next one, and otherwise re-reads the log, so a lost or reordered publish
+costs latency, never an event.
 
-A stream is admitted before its first byte (the caller sees the run, and both the user and this process have a
-stream slot free: :mod:`hango.run.stream_slots`). It is then re-authorised at every keep-alive, and at least once
-per keep-alive interval while events flow: a revoked token, a removed membership or a run the caller may no
-longer see ends it, before it sends anything more.
+A stream is admitted before its first byte (the caller may see what it follows, and both the user and this process
+have a stream slot free: :mod:`hango.run.stream_slots`). It is then re-authorised at every keep-alive, and at
+least once per keep-alive interval while events flow: a revoked token, a removed membership or a run the caller
+may no longer see ends it, before it sends anything more.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import random
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from hango.auth import Principal
 from hango.errors import NotFound, Unauthorized
 from hango.models import TERMINAL_RUN_STATES
-from hango.run.events import Event, channel
+from hango.run.events import ApprovalNotice, Event, approvals_channel, channel
+from hango.run.fanout import GAP, Fanout, Listener, Message
 from hango.run.runtime import Runtime
-from hango.run.service import events_after, get_run
+from hango.run.service import approval_events_after, events_after, get_run
 from hango.run.stream_slots import StreamSlot, admit_stream
 from hango.tenancy import reauthenticate
 
 FINISHED = "run.finished"
 log = logging.getLogger(__name__)
+Item = TypeVar("Item", Event, ApprovalNotice)
 
 
-def open_stream(runtime: Runtime, principal: Principal, run_id: uuid.UUID, after: int) -> EventStream:
+def open_stream(
+    runtime: Runtime, fanout: Fanout, principal: Principal, run_id: uuid.UUID, after: int
+) -> RunEventStream:
     """Admit a stream of a run's events after ``after``; every refusal is raised here, before a byte is sent.
 
     Raises:
         NotFound: the caller may not see the run.
-        StreamCapacityFull: this process streams to as many clients as it keeps threads for.
+        StreamCapacityFull: this process streams to as many clients as it keeps connections for.
         TooManyStreams: the user already holds ``max_streams_per_user`` open streams.
     """
     get_run(runtime, principal, run_id)
     slot = admit_stream(runtime.redis, runtime.settings, principal.user_id)
-    return EventStream(runtime, principal, run_id, after, slot)
+    return RunEventStream(runtime, fanout, principal, after, slot, run_id)
+
+
+def open_approval_stream(runtime: Runtime, fanout: Fanout, principal: Principal, after: int) -> ApprovalStream:
+    """Admit a stream of the tenant's approval events after ``after`` (a member's: their own runs' approvals).
+
+    Raises:
+        StreamCapacityFull: this process streams to as many clients as it keeps connections for.
+        TooManyStreams: the user already holds ``max_streams_per_user`` open streams.
+    """
+    slot = admit_stream(runtime.redis, runtime.settings, principal.user_id)
+    return ApprovalStream(runtime, fanout, principal, after, slot)
+
+
+@dataclass(frozen=True)
+class Read(Generic[Item]):
+    """What one read of a log found: the events the caller may see, the number the read got to (past events
+    the caller may not see), and whether the log has ended."""
+
+    items: list[Item]
+    reached: int
+    ended: bool = False
 
 
 @dataclass
-class EventStream:
-    """An admitted stream of one run's events: iterate it once, and close it when the response ends."""
+class _Followed(Generic[Item]):
+    """An admitted stream: iterate it once, and close it when the response ends.
+
+    Subclasses say what they follow: the channel, how the log is read, and what a published message means.
+    """
 
     runtime: Runtime
+    fanout: Fanout
     principal: Principal
-    run_id: uuid.UUID
     after: int
     slot: StreamSlot
-    _checked_at: float = field(default_factory=time.monotonic, init=False)
+    # The first check comes at a random point of the first interval, so that streams opened together (a server's
+    # clients reconnecting after a restart) do not all re-authorise at the same moment ever after.
+    _checked_at: float = field(default=0.0, init=False)
 
-    def __iter__(self) -> Iterator[Event | None]:
-        """The run's events until ``run.finished`` or lost authority; ``None`` marks an idle keep-alive tick."""
+    def __post_init__(self) -> None:
+        interval = self.runtime.settings.sse_keepalive.total_seconds()
+        self._checked_at = time.monotonic() - random.uniform(0, interval / 2)
+
+    def __iter__(self) -> Iterator[Item | None]:
+        """The events until the log ends or authority is lost; ``None`` marks an idle keep-alive tick."""
         return self._follow()
 
     def close(self) -> None:
         """Give the stream's slots back."""
         self.slot.release()
 
-    def _follow(self) -> Iterator[Event | None]:
-        pubsub = self.runtime.redis.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
-        pubsub.subscribe(channel(self.run_id))
+    def _channel(self) -> str:
+        raise NotImplementedError
+
+    def _read_log(self, last: int) -> Read[Item] | None:
+        """The stored events after ``last`` that the caller may see; ``None`` once the caller may not follow the
+        log any more."""
+        raise NotImplementedError
+
+    def _published(self, message: Message) -> tuple[int, Item | None]:
+        """A published message's number, and its event when the caller may see it."""
+        raise NotImplementedError
+
+    def _ends(self, item: Item) -> bool:
+        """Whether ``item`` is the last event of the log."""
+        return False
+
+    def _recheck(self) -> None:
+        """Raise :class:`NotFound` or :class:`Unauthorized` if the caller may no longer follow the log."""
+
+    def _follow(self) -> Iterator[Item | None]:
+        listener = self.fanout.listen(self._channel())
         timeout = self.runtime.settings.sse_keepalive.total_seconds()
         last = self.after
         try:
             while (read := self._read_log(last)) is not None:
-                events, state = read
-                for event in events:
+                for item in read.items:
                     if not self._authorised(idle=False):
                         return
-                    yield event
-                    last = event.seq
-                    if event.type == FINISHED:
+                    yield item
+                    if self._ends(item):
                         return
-                if not events and state in TERMINAL_RUN_STATES:
+                if read.ended:
                     return
-                for live in _live(pubsub, self.run_id, last, timeout):
-                    if not self._authorised(idle=live is None):
+                last = read.reached
+                for seq, live in self._live(listener, last, timeout):
+                    if live is None and seq == last:  # a quiet spell: a keep-alive
+                        if not self._authorised(idle=True):
+                            return
+                        yield None
+                        break
+                    last = seq
+                    if live is None:  # an event the caller may not see
+                        continue
+                    if not self._authorised(idle=False):
                         return
                     yield live
-                    if live is None:
-                        break
-                    last = live.seq
-                    if live.type == FINISHED:
+                    if self._ends(live):
                         return
         finally:
-            pubsub.close()
+            listener.close()
 
-    def _read_log(self, last: int) -> tuple[list[Event], str] | None:
-        """The stored events after ``last`` and the run's state; ``None`` once the caller may not see the run."""
+    def _live(self, listener: Listener, last: int, timeout: float) -> Iterator[tuple[int, Item | None]]:
+        """Published events that directly follow ``last``, as ``(seq, event or None when not the caller's)``;
+        ``(last, None)`` after a quiet spell. Stops, to re-read the log, on a gap or after a quiet spell."""
+        while True:
+            message = listener.get(timeout)
+            if message is GAP:
+                return
+            if message is None:
+                yield last, None
+                return
+            assert isinstance(message, dict)
+            seq, item = self._published(message)
+            if seq <= last:
+                continue
+            if seq != last + 1:
+                return
+            last = seq
+            yield seq, item
+
+    def _authorised(self, *, idle: bool) -> bool:
+        """Re-check the token, the membership and what is followed at a keep-alive, or when a check is overdue."""
+        interval = self.runtime.settings.sse_keepalive.total_seconds()
+        if not idle and time.monotonic() - self._checked_at < interval:
+            return True
         try:
-            return events_after(self.runtime, self.principal, self.run_id, last)
+            self.principal = reauthenticate(self.runtime.db, self.principal)
+            self._recheck()
+        except (Unauthorized, NotFound) as exc:
+            log.info("closing the event stream of %s: %s", self._channel(), exc)
+            return False
+        self._checked_at = time.monotonic()
+        if not self.slot.renew():
+            log.warning("closing the event stream of %s: its lapsed stream slot is taken", self._channel())
+            return False
+        return True
+
+
+@dataclass
+class RunEventStream(_Followed[Event]):
+    """One run's events, until ``run.finished``."""
+
+    run_id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+    def _channel(self) -> str:
+        return channel(self.run_id)
+
+    def _read_log(self, last: int) -> Read[Event] | None:
+        try:
+            events, state = events_after(self.runtime, self.principal, self.run_id, last)
         except NotFound:
             log.info(
                 "closing the event stream of run %s: the run is no longer visible",
@@ -104,40 +208,38 @@ class EventStream:
                 extra={"run_id": str(self.run_id)},
             )
             return None
+        reached = events[-1].seq if events else last
+        return Read(events, reached, ended=not events and state in TERMINAL_RUN_STATES)
 
-    def _authorised(self, *, idle: bool) -> bool:
-        """Re-check the token, the membership and the run's visibility at a keep-alive, or when one is overdue."""
-        interval = self.runtime.settings.sse_keepalive.total_seconds()
-        if not idle and time.monotonic() - self._checked_at < interval:
-            return True
-        try:
-            self.principal = reauthenticate(self.runtime.db, self.principal)
-            get_run(self.runtime, self.principal, self.run_id)
-        except (Unauthorized, NotFound) as exc:
-            log.info("closing the event stream of run %s: %s", self.run_id, exc, extra={"run_id": str(self.run_id)})
-            return False
-        self._checked_at = time.monotonic()
-        if not self.slot.renew():
-            log.warning(
-                "closing the event stream of run %s: its lapsed stream slot is taken",
-                self.run_id,
-                extra={"run_id": str(self.run_id)},
-            )
-            return False
-        return True
+    def _published(self, message: Message) -> tuple[int, Event | None]:
+        seq = int(message["seq"])
+        return seq, Event(self.run_id, seq, message["type"], message["data"])
+
+    def _ends(self, item: Event) -> bool:
+        return item.type == FINISHED
+
+    def _recheck(self) -> None:
+        get_run(self.runtime, self.principal, self.run_id)
 
 
-def _live(pubsub: object, run_id: uuid.UUID, last: int, timeout: float) -> Iterator[Event | None]:
-    """Published events that directly follow ``last``; stops (to re-read the log) on a gap or after a quiet spell."""
-    while True:
-        message = pubsub.get_message(timeout=timeout)  # type: ignore[attr-defined]
-        if message is None:
-            yield None
-            return
-        payload = json.loads(message["data"])
-        if payload["seq"] <= last:
-            continue
-        if payload["seq"] != last + 1:
-            return
-        last = payload["seq"]
-        yield Event(run_id, last, payload["type"], payload["data"])
+@dataclass
+class ApprovalStream(_Followed[ApprovalNotice]):
+    """A tenant's approval events, for as long as the caller may follow them; a member sees their own runs'."""
+
+    def _channel(self) -> str:
+        return approvals_channel(self.principal.tenant_id)
+
+    def _read_log(self, last: int) -> Read[ApprovalNotice]:
+        notices, reached = approval_events_after(self.runtime, self.principal, last)
+        return Read(notices, reached)
+
+    def _published(self, message: Message) -> tuple[int, ApprovalNotice | None]:
+        notice = ApprovalNotice(
+            self.principal.tenant_id,
+            int(message["seq"]),
+            message["type"],
+            uuid.UUID(message["run_creator"]),
+            message["data"],
+        )
+        mine = self.principal.is_manager or notice.run_creator == self.principal.user_id
+        return notice.seq, notice if mine else None

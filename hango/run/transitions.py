@@ -153,10 +153,13 @@ def suspend(
     }
     if trace_context is not None:
         values["trace_context"] = trace_context
+    for row in approvals:  # what the stored rows will hold, for the approval stream's events
+        row.created_at, row.state = now, "pending"
     events = [("approval.requested", approval_store.requested_event(row)) for row in approvals]
     events.append(("run.awaiting_approval", {"pending": [str(row.id) for row in approvals]}))
     run = _held(work, lease, values, events, carried)
     approval_store.insert_pending(work.session, approvals)
+    work.approvals("approval.requested", approvals)
     return run
 
 
@@ -178,6 +181,7 @@ def requeue_decided(work: Work, run: Run, decided: Sequence[PendingApproval]) ->
     moved = _move(work, run.id, AWAITING, values, events)
     if moved is None:
         raise NotAwaitingApproval(f"run {run.id} is {run.state}, not awaiting approval")
+    work.approvals("approval.decided", decided)
     work.enqueue_after_commit(moved)
     return moved
 
@@ -212,7 +216,7 @@ def cancel(work: Work, run: Run) -> Run:
     if moved is None:
         raise Conflict(f"run {run.id} is already {run.state}")
     # Closed as cancelled, not reported as expiries.
-    approval_store.close_pending(work.session, moved, "cancelled")
+    work.approvals("approval.cancelled", approval_store.close_pending(work.session, moved, "cancelled"))
     return moved
 
 
@@ -225,7 +229,9 @@ def expire(work: Work, run: Run, error: str) -> list[PendingApproval] | None:
     moved = _move(work, run.id, AWAITING, values, [finished])
     if moved is None:
         return None
-    return approval_store.close_pending(work.session, moved, "expired")
+    expired = approval_store.close_pending(work.session, moved, "expired")
+    work.approvals("approval.expired", expired)
+    return expired
 
 
 def reclaim_lost(work: Work, run: Run, max_attempts: int) -> Reclaimed | None:

@@ -40,6 +40,14 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
     }
 
 
+def approval_item(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
+    """:func:`approval_json` as JSON: what the approval lists send, the times in ISO 8601 (the tenant stream's data)."""
+    return {
+        name: value.isoformat() if isinstance(value, datetime) else value
+        for name, value in approval_json(row, ttl).items()
+    }
+
+
 def requested_event(row: PendingApproval) -> dict[str, Any]:
     """The data of an ``approval.requested`` event."""
     return {
@@ -161,6 +169,7 @@ def stale_runs(session: Session, older_than: datetime, limit: int) -> Sequence[u
 
 _PENDING_COLUMNS = (
     "id",
+    "created_at",
     "tenant_id",
     "run_id",
     "turn",
@@ -173,8 +182,8 @@ _PENDING_COLUMNS = (
 
 
 def insert_pending(session: Session, rows: Sequence[PendingApproval]) -> None:
-    """Store a suspended batch's approvals (their ids are set by the caller, so events can name them) in one Core
-    statement; the objects given stay unattached."""
+    """Store a suspended batch's approvals in one Core statement; the objects given stay unattached. Their ids and
+    creation time are set by the caller, so that events can name and show them."""
     values = [{name: getattr(row, name) for name in _PENDING_COLUMNS} for row in rows]
     session.execute(insert(PendingApproval), values)
 

@@ -153,7 +153,7 @@ def _killable_server(settings: Settings) -> tuple[Any, str]:
 
     port = free_port()
     process = start(
-        ["api", "--port", str(port), "--workers", "1", "--threads", "8"], settings, f"hango-test-api-{port}"
+        ["api", "--port", str(port), "--workers", "1", "--connections", "8"], settings, f"hango-test-api-{port}"
     )
     base = f"http://127.0.0.1:{port}"
     wait_until(lambda: _answers(base) or process.poll() is not None, timeout=30)

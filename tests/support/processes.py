@@ -103,19 +103,25 @@ def free_port() -> int:
 
 
 @contextmanager
-def api_server(settings: Settings, *, workers: int = 1, threads: int = 32) -> Iterator[str]:
+def api_server(settings: Settings, *, workers: int = 1, connections: int = 32) -> Iterator[str]:
     """A ``hango api`` server of ``workers`` gunicorn processes; yields its base URL once it is healthy."""
+    with api_process(settings, workers=workers, connections=connections) as (base, _):
+        yield base
+
+
+@contextmanager
+def api_process(
+    settings: Settings, *, workers: int = 1, connections: int = 32
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """:func:`api_server`, yielding the gunicorn arbiter's process too."""
     port = free_port()
-    process = start(
-        ["api", "--port", str(port), "--workers", str(workers), "--threads", str(threads)],
-        settings,
-        f"hango-test-api-{port}",
-    )
+    args = ["api", "--port", str(port), "--workers", str(workers), "--connections", str(connections)]
+    process = start(args, settings, f"hango-test-api-{port}")
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: _healthy(base) or _died(process), timeout=30)
         assert process.poll() is None, "the API server exited at start"
-        yield base
+        yield base, process
     finally:
         stop(process)
 

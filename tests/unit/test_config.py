@@ -135,8 +135,10 @@ def test_settings_are_frozen_hashable_and_replaced_by_copies() -> None:
 def test_cross_field_checks_name_both_variables() -> None:
     with pytest.raises(ConfigError, match="HANGO_RUN_HEARTBEAT_INTERVAL must be shorter than HANGO_RUN_LEASE"):
         Settings.from_env({"HANGO_RUN_LEASE": "10s", "HANGO_RUN_HEARTBEAT_INTERVAL": "10s"})
-    with pytest.raises(ConfigError, match="HANGO_MAX_STREAMS_PER_PROCESS must be below HANGO_API_THREADS"):
-        Settings.from_env({"HANGO_API_THREADS": "8", "HANGO_MAX_STREAMS_PER_PROCESS": "8"})
+    with pytest.raises(ConfigError, match="HANGO_MAX_STREAMS_PER_PROCESS must be below HANGO_API_CONNECTIONS"):
+        Settings.from_env({"HANGO_API_CONNECTIONS": "8", "HANGO_MAX_STREAMS_PER_PROCESS": "8"})
+    with pytest.raises(ConfigError, match="HANGO_APPROVAL_EVENTS_RETENTION must be at least HANGO_APPROVAL_TTL"):
+        Settings.from_env({"HANGO_APPROVAL_TTL": "2h", "HANGO_APPROVAL_EVENTS_RETENTION": "1h"})
 
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -1,0 +1,184 @@
+"""One Redis subscription per process, fanned out to every live stream the process serves.
+
+An open event stream must cost neither a thread nor a broker connection. The API's gunicorn workers are gevent
+workers, so a stream is a greenlet; this module makes it cost no Redis connection either. A process keeps one
+pub/sub connection, pattern-subscribed to every live channel (:data:`PATTERNS`), read by one background reader
+(a greenlet under gevent, a thread elsewhere). The reader hands each message, decoded once, to the bounded queue
+of every local listener of its channel; a message nobody here listens to is dropped.
+
+The database stays the log: a listener only learns early what it would otherwise read there. Whenever the
+reader may have missed something — its queue overflowed because the client reads slowly, or the Redis
+connection dropped and came back — the listener gets :data:`GAP` and re-reads the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, Final
+
+import redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+PATTERNS: Final = ("hango:run:*:events", "hango:tenant:*:approvals")
+
+
+class _Gap:
+    def __repr__(self) -> str:
+        return "GAP"
+
+
+GAP: Final = _Gap()
+"""What :meth:`Listener.get` returns when messages may have been lost: re-read the log."""
+
+Message = dict[str, Any]
+
+
+class Listener:
+    """The live messages of one channel, for one stream. Close it when the stream ends."""
+
+    def __init__(self, fanout: Fanout, channel: str, size: int) -> None:
+        self.channel = channel
+        self._fanout = fanout
+        self._queue: queue.Queue[Message] = queue.Queue(maxsize=size)
+        self._lost = False
+
+    def get(self, timeout: float) -> Message | _Gap | None:
+        """The next message; :data:`GAP` when some may have been lost; ``None`` after ``timeout`` seconds quiet."""
+        if self._lost:
+            self._lost = False
+            self._drain()
+            return GAP
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return GAP if self._lost else None
+
+    def close(self) -> None:
+        """Stop receiving; closing twice is harmless."""
+        self._fanout.remove(self)
+
+    def offer(self, message: Message) -> None:
+        """Called by the reader: queue a message, or mark the listener as having lost one."""
+        try:
+            self._queue.put_nowait(message)
+        except queue.Full:
+            self._lost = True
+
+    def lost(self) -> None:
+        """Called by the reader when it may have missed messages (its connection dropped)."""
+        self._lost = True
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                return
+
+
+class Fanout:
+    """This process's one subscription to the live channels, and the local listeners of each channel.
+
+    The reader starts with the first listener (after the fork: each gunicorn worker has its own).
+    """
+
+    def __init__(self, client: redis.Redis, *, queue_size: int = 256, ready_timeout: float = 2.0) -> None:
+        self._client = client
+        self._queue_size = queue_size
+        self._ready_timeout = ready_timeout
+        self._lock = threading.Lock()
+        self._listeners: dict[str, set[Listener]] = {}
+        self._ready = threading.Event()
+        self._reader: threading.Thread | None = None
+
+    def listen(self, channel: str) -> Listener:
+        """A listener of ``channel``. It hears every message published after this returns, unless the
+        subscription is down: then it hears :data:`GAP` at its first :meth:`Listener.get`, and the stream falls
+        back to reading the log."""
+        listener = Listener(self, channel, self._queue_size)
+        with self._lock:
+            self._listeners.setdefault(channel, set()).add(listener)
+            self._start()
+        if not self._ready.wait(self._ready_timeout):
+            listener.lost()
+        return listener
+
+    def remove(self, listener: Listener) -> None:
+        """Forget a listener (its channel too, once it has no other)."""
+        with self._lock:
+            listeners = self._listeners.get(listener.channel)
+            if listeners is not None:
+                listeners.discard(listener)
+                if not listeners:
+                    del self._listeners[listener.channel]
+
+    def listening(self) -> int:
+        """How many listeners this process has."""
+        with self._lock:
+            return sum(len(listeners) for listeners in self._listeners.values())
+
+    def _start(self) -> None:
+        if self._reader is None or not self._reader.is_alive():
+            self._reader = threading.Thread(target=self._run, name="hango-fanout", daemon=True)
+            self._reader.start()
+
+    def _run(self) -> None:
+        backoff = 0.1
+        while True:
+            try:
+                for _ in self._messages():
+                    backoff = 0.1
+            except (RedisError, OSError):
+                log.warning("the live-event subscription dropped; reconnecting", exc_info=True)
+            self._ready.clear()
+            self._lost_all()
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+
+    def _messages(self) -> Iterator[None]:
+        """Subscribe, then deliver messages until the connection fails."""
+        pubsub = self._client.pubsub()  # type: ignore[no-untyped-call]
+        try:
+            pubsub.psubscribe(*PATTERNS)
+            confirmed = 0
+            while True:
+                message = pubsub.get_message(timeout=1.0)
+                if message is None:
+                    continue
+                if message["type"] == "psubscribe":
+                    confirmed += 1
+                    if confirmed == len(PATTERNS):
+                        # Every message published from now on reaches us: listeners that waited may read the log.
+                        self._ready.set()
+                        self._lost_all()
+                elif message["type"] == "pmessage":
+                    self._deliver(message["channel"].decode(), message["data"])
+                yield None
+        finally:
+            pubsub.close()
+
+    def _deliver(self, channel: str, data: bytes) -> None:
+        with self._lock:
+            listeners = list(self._listeners.get(channel, ()))
+        if not listeners:
+            return
+        try:
+            decoded = json.loads(data)
+        except ValueError:
+            log.warning("dropping an undecodable message on %s", channel)
+            return
+        for listener in listeners:
+            listener.offer(decoded)
+
+    def _lost_all(self) -> None:
+        with self._lock:
+            listeners = [listener for group in self._listeners.values() for listener in group]
+        for listener in listeners:
+            listener.lost()
