@@ -5,16 +5,13 @@ from __future__ import annotations
 import redis
 from flask import Flask
 from opentelemetry.instrumentation.flask import FlaskInstrumentor
-from prometheus_client import CollectorRegistry
-from prometheus_flask_exporter import PrometheusMetrics
 
 from hango import __version__
-from hango.api import agents, approvals, audit, audit_events, auth, files, ops, problems, runs, users
+from hango.api import agents, approvals, audit, audit_events, auth, files, metrics, ops, problems, runs, users
 from hango.api.context import Services
 from hango.api.parsing import Api
 from hango.config import Settings
 from hango.db import Database
-from hango.metrics import StoredStateCollector
 from hango.run.fanout import Fanout
 from hango.run.runtime import Runtime
 from hango.telemetry import tracing_enabled
@@ -55,15 +52,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
     auth.register(app)
     audit.register(app)
     problems.register(app)
-    registry = CollectorRegistry()
-    registry.register(StoredStateCollector(runtime.db))
-    PrometheusMetrics(
-        app,
-        registry=registry,
-        group_by="url_rule",
-        excluded_paths=["/docs/.*"],
-        metrics_decorator=ops.metrics_guard(settings.metrics_token),
-    )
+    metrics.register(app, settings, runtime)
     return app
 
 

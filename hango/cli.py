@@ -161,7 +161,10 @@ def worker_command(ctx: click.Context, concurrency: int, with_beat: bool) -> Non
     """Execute runs from the queue (a Celery worker)."""
     settings = _settings(ctx)
     _require_services(settings)
-    _edge("hango.tasks.worker").run_worker(settings, concurrency, beat=with_beat)
+    try:
+        _edge("hango.tasks.worker").run_worker(settings, concurrency, beat=with_beat)
+    except ConfigError as exc:  # the worker's metrics port cannot be listened on
+        raise click.ClickException(str(exc)) from exc
 
 
 @main.command("beat")

@@ -48,6 +48,14 @@ def parse_positive_int(text: str) -> int:
     return value
 
 
+def parse_port(text: str) -> int:
+    """A TCP port, 1 to 65535, or 0 for "none"."""
+    value = int(text.strip())
+    if not 0 <= value <= 65535:
+        raise ValueError(f"{text!r} is not a port (0 to 65535)")
+    return value
+
+
 def parse_postgres_url(text: str) -> str:
     """Check that ``text`` is a SQLAlchemy URL for PostgreSQL and return it unchanged."""
     try:
@@ -129,6 +137,7 @@ def _from_text(parser: Callable[[str], object]) -> BeforeValidator:
 # The kinds of setting: the Python type callers see, and how its text in the environment is read.
 Duration = Annotated[timedelta, _from_text(parse_duration)]
 WholeNumber = Annotated[int, _from_text(parse_positive_int)]
+Port = Annotated[int, _from_text(parse_port), Field(ge=0, le=65535)]
 Flag = Annotated[bool, _from_text(parse_bool)]
 PostgresUrl = Annotated[str, _from_text(parse_postgres_url)]
 RedisUrl = Annotated[str, _from_text(parse_redis_url)]
@@ -243,6 +252,16 @@ class Settings(BaseSettings):
     )
     metrics_token: str | None = Field(
         default=None, description="when set, `/metrics` needs `Authorization: Bearer <token>`"
+    )
+    # Off by default: a fixed port would clash as soon as two workers share a host (standalone beside a worker,
+    # parallel test runs), and the port has no login, so opening it is the operator's choice.
+    worker_metrics_port: Port = Field(
+        default=0,
+        description="port where `hango worker` serves its Prometheus metrics (task, model call and tool latency, "
+        "model tokens); 0 serves none",
+    )
+    worker_metrics_address: str = Field(
+        default="127.0.0.1", description="address the worker's metrics port listens on (no login: keep it private)"
     )
 
     @classmethod

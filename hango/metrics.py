@@ -3,12 +3,18 @@
 Computing them from the database, rather than counting in memory, makes them correct however many API and worker
 processes run, and across restarts: every process exposes the same numbers. The names follow the instrumentation
 list of the human-in-the-loop requirement.
+
+Every labelled series exists before its first event, at 0: a run state, a decision, and a tool of the known tools
+(the process's tool registry: the built-in tools and ``HANGO_TOOL_MODULES``, plus any tool already found in the
+stored approvals). Prometheus's ``increase()`` needs a series that was 0 to see its first expiry, and an alert on
+an empty queue needs a 0 to compare with. The labels come from the operator's registry, not from agents'
+interrupt rules: those are tenant input, and a tenant must not be able to mint series.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -17,7 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from hango.db import Database
-from hango.models import RUN_STATES, PendingApproval, Run
+from hango.models import DECISIONS, RUN_STATES, PendingApproval, Run
 
 log = logging.getLogger(__name__)
 WAIT_BUCKETS = (1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
@@ -26,8 +32,9 @@ WAIT_BUCKETS = (1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
 class StoredStateCollector(Collector):
     """Runs by state and the approval series, read in one short transaction per scrape."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, tools: Iterable[str] = ()) -> None:
         self._db = db
+        self._tools = frozenset(tools)
 
     def collect(self) -> Iterator[Metric]:
         """The metric families; nothing when the database cannot be read (the scrape still succeeds)."""
@@ -35,9 +42,9 @@ class StoredStateCollector(Collector):
             with self._db.transaction() as session:
                 families = [
                     _runs_by_state(session),
-                    _pending(session),
-                    _decisions(session),
-                    _expired(session),
+                    _pending(session, self._tools),
+                    _decisions(session, self._tools),
+                    _expired(session, self._tools),
                     _wait_time(session),
                 ]
         except SQLAlchemyError:
@@ -54,19 +61,22 @@ def _runs_by_state(session: Session) -> Metric:
     return family
 
 
-def _by_tool(session: Session, *conditions: object) -> list[tuple[str, int]]:
+def _by_tool(session: Session, tools: frozenset[str], *conditions: object) -> dict[str, int]:
+    """Rows by tool name, with a 0 for every known tool that has none."""
     statement = select(PendingApproval.tool_name, func.count()).where(*conditions).group_by(PendingApproval.tool_name)  # type: ignore[arg-type]
-    return [(tool, count) for tool, count in session.execute(statement)]
+    counts = dict.fromkeys(tools, 0)
+    counts.update((tool, count) for tool, count in session.execute(statement))
+    return counts
 
 
-def _pending(session: Session) -> Metric:
+def _pending(session: Session, tools: frozenset[str]) -> Metric:
     family = GaugeMetricFamily("hango_approvals_pending", "Tool calls waiting for a human, by tool.", labels=["tool"])
-    for tool, count in _by_tool(session, PendingApproval.state == "pending"):
+    for tool, count in sorted(_by_tool(session, tools, PendingApproval.state == "pending").items()):
         family.add_metric([tool], count)
     return family
 
 
-def _decisions(session: Session) -> Metric:
+def _decisions(session: Session, tools: frozenset[str]) -> Metric:
     family = CounterMetricFamily(
         "hango_approvals_decisions", "Human decisions, by decision and tool.", labels=["decision", "tool"]
     )
@@ -75,16 +85,18 @@ def _decisions(session: Session) -> Metric:
         .where(PendingApproval.state == "decided")
         .group_by(PendingApproval.decision, PendingApproval.tool_name)
     )
-    for decision, tool, count in session.execute(statement):
+    counts: dict[tuple[str, str], int] = {(decision, tool): 0 for decision in DECISIONS for tool in tools}
+    counts.update({(decision, tool): count for decision, tool, count in session.execute(statement)})
+    for (decision, tool), count in sorted(counts.items()):
         family.add_metric([decision, tool], count)
     return family
 
 
-def _expired(session: Session) -> Metric:
+def _expired(session: Session, tools: frozenset[str]) -> Metric:
     family = CounterMetricFamily(
         "hango_approvals_expired", "Approvals nobody decided in time, by tool.", labels=["tool"]
     )
-    for tool, count in _by_tool(session, PendingApproval.state == "expired"):
+    for tool, count in sorted(_by_tool(session, tools, PendingApproval.state == "expired").items()):
         family.add_metric([tool], count)
     return family
 

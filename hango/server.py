@@ -20,6 +20,8 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from gunicorn.util import import_app
 
+from hango import multiprocess_metrics
+
 WSGI_APP = "hango.api.wsgi:app_from_env()"
 log = logging.getLogger(__name__)
 
@@ -77,4 +79,19 @@ def serve(options: dict[str, Any]) -> None:
 
 def run(options: dict[str, Any]) -> None:
     """Run gunicorn in this process (already patched by :mod:`hango.gevent_server`)."""
-    _Server(options).run()
+    with multiprocess_metrics.shared_folder("hango-api-metrics-") as folder:
+        _Server({**options, **_metrics_hooks(folder)}).run()
+
+
+def _metrics_hooks(folder: str) -> dict[str, Any]:
+    """The gunicorn hooks of request metrics shared by every worker process through ``folder``.
+
+    The arbiter makes the folder before it forks, so this works with any worker class (gevent, threads): each
+    worker is a process of its own and writes its own files. When a worker exits, its live gauges go; its counts
+    stay.
+    """
+
+    def child_exit(server: Any, worker: Any) -> None:
+        multiprocess_metrics.forget_process(worker.pid, folder)
+
+    return {"child_exit": child_exit}

@@ -14,23 +14,43 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from functools import wraps
+from typing import Any, TypeVar
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_process_shutdown
+from prometheus_client import CollectorRegistry, start_http_server
 
+from hango import multiprocess_metrics
 from hango.config import Settings
 from hango.errors import ConfigError
+from hango.instruments import instruments
 from hango.queue import EXPIRE_TASK, PING_TASK, RECONCILE_TASK, RUN_TASK, STATS_TASK, make_celery, task_options
 from hango.run.expiry import expire_stale, prune_approval_events
 from hango.run.reconciler import reconcile
-from hango.run.runtime import Runtime
+from hango.run.runtime import Runtime, tool_registry
 from hango.run.worker import execute_run
 from hango.telemetry import configure_tracing
 
 log = logging.getLogger(__name__)
+TASKS = (RUN_TASK, RECONCILE_TASK, EXPIRE_TASK, PING_TASK, STATS_TASK)
+_Result = TypeVar("_Result")
+
+
+def _timed(task: str) -> Callable[[Callable[..., _Result]], Callable[..., _Result]]:
+    """Observe every execution of the decorated task body in ``hango_task_duration_seconds``."""
+
+    def decorate(body: Callable[..., _Result]) -> Callable[..., _Result]:
+        @wraps(body)
+        def timed(*args: Any, **kwargs: Any) -> _Result:
+            with instruments().task_seconds.labels(task=task).time():
+                return body(*args, **kwargs)
+
+        return timed
+
+    return decorate
 
 
 class _Process:
@@ -56,17 +76,20 @@ def create_worker_app(settings: Settings) -> Celery:
     options = task_options(settings)
 
     @app.task(name=RUN_TASK, **options)  # type: ignore[untyped-decorator]
+    @_timed(RUN_TASK)
     def run(run_id: str) -> str:
         """Drive one run until it finishes, suspends or stops."""
         return execute_run(process.runtime(), uuid.UUID(run_id))
 
     @app.task(name=RECONCILE_TASK, **options)  # type: ignore[untyped-decorator]
+    @_timed(RECONCILE_TASK)
     def reconcile_runs() -> dict[str, int]:
         """Requeue runs whose worker was lost and re-enqueue runs left waiting."""
         report = reconcile(process.runtime())
         return {"requeued": report.requeued, "failed": report.failed, "reenqueued": report.reenqueued}
 
     @app.task(name=EXPIRE_TASK, **options)  # type: ignore[untyped-decorator]
+    @_timed(EXPIRE_TASK)
     def expire_approvals() -> int:
         """Fail the runs whose approvals outlived HANGO_APPROVAL_TTL, and forget old approval stream events."""
         runtime = process.runtime()
@@ -75,6 +98,7 @@ def create_worker_app(settings: Settings) -> Celery:
         return failed
 
     @app.task(name=PING_TASK, **options)  # type: ignore[untyped-decorator]
+    @_timed(PING_TASK)
     def ping(reply_to: str | None = None) -> str:
         """A no-op round trip (health checks, and the baseline of the benchmarks); answers on a Redis list."""
         if reply_to:
@@ -82,6 +106,7 @@ def create_worker_app(settings: Settings) -> Celery:
         return "pong"
 
     @app.task(name=STATS_TASK, **options)  # type: ignore[untyped-decorator]
+    @_timed(STATS_TASK)
     def worker_stats(reply_to: str) -> dict[str, Any]:
         """What this pool process holds right now: checked-out connections and live threads (answers on Redis)."""
         runtime = process.runtime()
@@ -97,6 +122,12 @@ def create_worker_app(settings: Settings) -> Celery:
     def _after_fork(**_: object) -> None:
         process.reset()
         configure_tracing(settings, "worker")
+
+    @worker_process_shutdown.connect(weak=False)  # type: ignore[untyped-decorator]
+    def _before_exit(pid: int | None = None, **_: object) -> None:
+        folder = multiprocess_metrics.current_folder()
+        if folder is not None and pid is not None:
+            multiprocess_metrics.forget_process(pid, folder)
 
     return app
 
@@ -119,10 +150,39 @@ def run_worker(settings: Settings, concurrency: int, *, beat: bool = False) -> N
         "--without-gossip",
         "--without-mingle",
     ]
-    with _schedule_file(settings) as schedule:
+    with ExitStack() as stack:
+        if settings.worker_metrics_port:
+            stack.enter_context(_metrics_server(settings))
+        schedule = stack.enter_context(_schedule_file(settings))
         if beat:
             argv += ["--beat", f"--schedule={schedule}"]
         create_worker_app(settings).worker_main(argv)
+
+
+@contextmanager
+def _metrics_server(settings: Settings) -> Iterator[None]:
+    """Serve the metrics of this worker and of its pool processes on ``HANGO_WORKER_METRICS_PORT``.
+
+    Started in the main process before Celery forks its pool: the children inherit the shared folder and write
+    their values there, and this process's server adds them up at every scrape. Every series starts at 0 here.
+
+    Raises:
+        ConfigError: The port cannot be listened on (in use, or a privileged port).
+    """
+    with multiprocess_metrics.shared_folder(f"hango-worker-metrics-{settings.queue}-") as folder:
+        registry = CollectorRegistry()
+        multiprocess_metrics.add_shared_values(registry, folder)
+        instruments().start_at_zero(TASKS, tool_registry(settings).names())
+        address, port = settings.worker_metrics_address, settings.worker_metrics_port
+        try:
+            server, _ = start_http_server(port, address, registry=registry)
+        except OSError as exc:
+            raise ConfigError(f"HANGO_WORKER_METRICS_PORT: cannot listen on {address}:{port} ({exc})") from exc
+        log.info("worker metrics on http://%s:%s/metrics", address, port)
+        try:
+            yield
+        finally:
+            server.shutdown()
 
 
 def run_beat(settings: Settings) -> None:

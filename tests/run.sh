@@ -6,7 +6,9 @@
 #   1. .venv with `pip install -e '.[dev]'`: created when missing; installed again when a requirement of hango or of
 #      its dev extra is missing (a `.venv` from deploy/quickstart.sh has only `.[standalone]`) or when setup.cfg or
 #      pyproject.toml changed since the last install (their hash is kept in .venv/.hango-dev-install).
-#   2. Programs the tests need beyond Python packages (none yet).
+#   2. Programs the tests need beyond Python packages: promtool (the alerting rules' tests), taken from PATH or
+#      .venv/bin, else extracted into .venv/bin from Debian's prometheus package (`apt-get download`, so nothing is
+#      installed system-wide and no Prometheus server gets started).
 #   3. PostgreSQL and Redis started when they are installed but down (deploy/local-services.sh), unless
 #      HANGO_TEST_ADMIN_URL / HANGO_TEST_REDIS_URL point the tests elsewhere.
 # Whatever the tests and their processes write to a temporary folder (pytest's tmp_path, process logs, Celery beat
@@ -87,8 +89,26 @@ if [ -n "$missing" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# 2. Programs the tests need beyond Python packages: none yet. Check for each one here (`command -v`), installing it
-#    or failing with an install hint when it is missing.
+# 2. Programs the tests need beyond Python packages. Each is looked for first, installed when missing, or the run
+#    stops with a hint.
+promtool_hint="install Prometheus's promtool (Debian: apt-get install prometheus; elsewhere the prometheus release tarball) and put it on PATH"
+install_promtool() {  # promtool alone, from Debian's prometheus package, into .venv/bin
+  local folder
+  folder=$(mktemp -d)
+  if ! (cd "$folder" && apt-get download prometheus >/dev/null 2>&1); then
+    # Stale package lists are the usual reason; only root may refresh them.
+    [ "$(id -u)" = 0 ] && apt-get update -qq >/dev/null 2>&1 || true
+    (cd "$folder" && apt-get download prometheus >/dev/null 2>&1) || { rm -rf "$folder"; return 1; }
+  fi
+  dpkg-deb --fsys-tarfile "$folder"/prometheus_*.deb | tar -x -C "$folder" ./usr/bin/promtool || { rm -rf "$folder"; return 1; }
+  mv "$folder/usr/bin/promtool" "$venv/bin/promtool"
+  rm -rf "$folder"
+}
+if ! command -v promtool >/dev/null && [ ! -x "$venv/bin/promtool" ]; then
+  command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || { echo "error: promtool is missing: $promtool_hint" >&2; exit 1; }
+  echo "installing promtool into $venv/bin from Debian's prometheus package" >&2
+  install_promtool || { echo "error: could not get promtool with apt-get download prometheus: $promtool_hint" >&2; exit 1; }
+fi
 
 # 3. Services.
 # shellcheck source=deploy/local-services.sh

@@ -44,10 +44,7 @@ class Runtime:
     def build(cls, settings: Settings, *, db: Database | None = None) -> Runtime:
         """Wire a runtime from settings; nothing connects until first use."""
         client = redis.Redis.from_url(settings.require_redis_url(), socket_timeout=5, socket_connect_timeout=5)
-        tools = builtin_registry()
-        tools.add(TASK_TOOL)
-        tools.load_entry_points()
-        tools.load_modules(settings.tool_modules)
+        tools = tool_registry(settings)
         return cls(
             settings=settings,
             db=db
@@ -61,6 +58,15 @@ class Runtime:
             publisher=Publisher(client),
             tools=tools,
         )
+
+
+def tool_registry(settings: Settings) -> ToolRegistry:
+    """The built-in tools, ``task``, the installed plugins' tools and those of ``HANGO_TOOL_MODULES``."""
+    tools = builtin_registry()
+    tools.add(TASK_TOOL)
+    tools.load_entry_points()
+    tools.load_modules(settings.tool_modules)
+    return tools
 
 
 @dataclass

@@ -10,8 +10,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hango.config import Settings
 from hango.db import Database
+from hango.models import DECISIONS
 from hango.run.expiry import expire_stale
-from hango.run.runtime import Runtime
+from hango.run.runtime import Runtime, tool_registry
 from tests.integration.conftest import TenantFixture, wait_for_state
 from tests.integration.hitl_helpers import decide, suspended_run, write_memory
 
@@ -66,12 +67,44 @@ def test_the_approval_series_follow_suspensions_decisions_and_expiries(
     assert client.get(f"/v1/runs/{second}", headers=tenant.owner.headers).json["error"] == "approval expired"
 
 
+def test_every_approval_series_of_a_known_tool_exists_at_zero_before_its_first_event(
+    client: FlaskClient, tenant: TenantFixture, db: Database, settings: Settings
+) -> None:
+    before = _samples(client)
+    tools = tool_registry(settings).names()
+    assert {"write_file", "task", "explode"} <= tools
+    for tool in tools:
+        assert ("hango_approvals_pending", (("tool", tool),)) in before, tool
+        assert ("hango_approvals_expired_total", (("tool", tool),)) in before, tool
+        for decision in DECISIONS:
+            assert ("hango_approvals_decisions_total", (("decision", decision), ("tool", tool))) in before
+    # No test interrupts ``explode`` but this one: its series are 0 until the first event, then count it.
+    assert before[("hango_approvals_pending", (("tool", "explode"),))] == 0
+    assert before[("hango_approvals_expired_total", (("tool", "explode"),))] == 0
+    script = [{"tool_calls": [{"name": "explode", "args": {}, "id": "x"}]}]
+    suspended_run(client, tenant, script, tools=["explode"], interrupt_on={"explode": True})
+    assert _samples(client)[("hango_approvals_pending", (("tool", "explode"),))] == 1
+
+    expire_stale(Runtime.build(settings.replace(approval_ttl=timedelta(0)), db=db))
+    after = _samples(client)
+    assert after[("hango_approvals_pending", (("tool", "explode"),))] == 0
+    assert after[("hango_approvals_expired_total", (("tool", "explode"),))] == 1
+
+
 def test_the_dashboard_and_alert_rules_use_only_series_hango_exposes(client: FlaskClient) -> None:
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2] / "deploy" / "grafana"
-    text = (root / "dashboards" / "hango-runs.json").read_text() + (root / "provisioning" / "alerting.yaml").read_text()
+    deploy = Path(__file__).resolve().parents[2] / "deploy"
+    grafana = deploy / "grafana"
+    text = "".join(
+        path.read_text()
+        for path in (
+            grafana / "dashboards" / "hango-runs.json",
+            grafana / "provisioning" / "alerting.yaml",
+            deploy / "prometheus" / "alerts.yml",
+        )
+    )
     used = set(re.findall(r"\bhango_[a-z_]+", text))
     families = re.findall(r"^# TYPE (\S+) (\S+)$", client.get("/metrics").get_data(as_text=True), re.MULTILINE)
     suffixes = {"counter": ["", "_total"], "histogram": ["_bucket", "_count", "_sum"], "gauge": [""]}

@@ -103,17 +103,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def api_server(settings: Settings, *, connections: int = 32) -> Iterator[str]:
-    """A ``hango api`` server with one worker process; yields its base URL once it is healthy."""
-    with api_process(settings, connections=connections) as (base, _):
+def api_server(settings: Settings, *, workers: int = 1, connections: int = 32) -> Iterator[str]:
+    """A ``hango api`` server of ``workers`` gunicorn processes; yields its base URL once it is healthy."""
+    with api_process(settings, workers=workers, connections=connections) as (base, _):
         yield base
 
 
 @contextmanager
-def api_process(settings: Settings, *, connections: int = 32) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def api_process(
+    settings: Settings, *, workers: int = 1, connections: int = 32
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """:func:`api_server`, yielding the gunicorn arbiter's process too."""
     port = free_port()
-    args = ["api", "--port", str(port), "--workers", "1", "--connections", str(connections)]
+    args = ["api", "--port", str(port), "--workers", str(workers), "--connections", str(connections)]
     process = start(args, settings, f"hango-test-api-{port}")
     base = f"http://127.0.0.1:{port}"
     try:

@@ -66,11 +66,18 @@ def test_environment_values_are_parsed() -> None:
         ("HANGO_MAX_BODY_BYTES", "0"),
         ("HANGO_MAX_BODY_BYTES", "lots"),
         ("HANGO_LOG_LEVEL", "loud"),
+        ("HANGO_WORKER_METRICS_PORT", "65536"),
+        ("HANGO_WORKER_METRICS_PORT", "-1"),
     ],
 )
 def test_a_malformed_setting_names_its_variable(variable: str, value: str) -> None:
     with pytest.raises(ConfigError, match=variable):
         Settings.from_env({variable: value})
+
+
+def test_the_worker_metrics_port_is_off_by_default_and_read_as_a_port() -> None:
+    assert Settings.from_env({}).worker_metrics_port == 0
+    assert Settings.from_env({"HANGO_WORKER_METRICS_PORT": "9464"}).worker_metrics_port == 9464
 
 
 def test_required_urls_name_their_variable_when_missing() -> None:

@@ -24,20 +24,21 @@ from tests.unit.fakes import MemoryPort
 
 
 def test_the_default_stack_order_is_pinned() -> None:
-    assert SLOTS == ("tracing", "repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist")
+    assert SLOTS == ("tracing", "repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist", "metrics")
     assert [type(m).__name__ for m in default_middlewares(["ls"])] == [
         "Tracing",
         "RepairToolCalls",
         "Memory",
         "HumanInTheLoop",
         "ToolAllowlist",
+        "Metrics",
     ]
     assert [m.name for m in default_middlewares(["ls"])] == list(SLOTS)
 
 
 def test_emptying_the_human_in_the_loop_slot_disables_interrupts() -> None:
     names = [m.name for m in default_middlewares(["ls"], None, {"human_in_the_loop": None})]
-    assert names == ["tracing", "repair_tool_calls", "memory", "tool_allowlist"]
+    assert names == ["tracing", "repair_tool_calls", "memory", "tool_allowlist", "metrics"]
 
 
 def _scope(messages: list[Message] | None = None, suspended_batch: list[str] | None = None) -> LoopScope:

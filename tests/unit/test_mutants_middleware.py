@@ -31,6 +31,7 @@ from hango.agent.middleware.hitl import (
     require_decisions_applied,
 )
 from hango.agent.middleware.memory import MEMORY_PATH, Memory
+from hango.agent.middleware.metrics import Metrics
 from hango.agent.middleware.repair import INTERRUPTED, RepairToolCalls
 from hango.agent.middleware.stack import SLOTS, default_chain, default_middlewares
 from hango.agent.middleware.tracing import Tracing
@@ -357,7 +358,13 @@ def test_a_call_any_layer_refuses_never_waits_for_a_human(refuser: int) -> None:
 def test_overrides_replace_or_empty_slots_and_an_unknown_slot_is_refused() -> None:
     mine = Middleware()
     stack = default_middlewares(["ls"], overrides={"memory": mine, "tracing": None})
-    assert [type(m).__name__ for m in stack] == ["RepairToolCalls", "Middleware", "HumanInTheLoop", "ToolAllowlist"]
+    assert [type(m).__name__ for m in stack] == [
+        "RepairToolCalls",
+        "Middleware",
+        "HumanInTheLoop",
+        "ToolAllowlist",
+        "Metrics",
+    ]
     assert stack[1] is mine
     with pytest.raises(KeyError, match=f"no middleware slot named 'audit'; slots are {', '.join(SLOTS)}"):
         default_middlewares(["ls"], overrides={"audit": None})
@@ -365,7 +372,7 @@ def test_overrides_replace_or_empty_slots_and_an_unknown_slot_is_refused() -> No
 
 def test_the_default_stack_is_built_from_the_agents_tools_rules_model_and_switch() -> None:
     stack = default_middlewares(["ls"], {"shell": True}, None, {"provider": "anthropic", "name": "m"})
-    tracer, repair, _, hitl, allow = stack
+    tracer, repair, _, hitl, allow, metrics = stack
     assert isinstance(tracer, Tracing)
     assert (tracer.provider, tracer.model) == ("anthropic", "m")
     assert isinstance(repair, RepairToolCalls)
@@ -375,6 +382,8 @@ def test_the_default_stack_is_built_from_the_agents_tools_rules_model_and_switch
     assert set(hitl.rules) == {"shell", "write_file", "edit_file"}
     assert isinstance(allow, ToolAllowlist)
     assert allow.allowed == frozenset({"ls"})
+    assert isinstance(metrics, Metrics)
+    assert metrics.provider == "anthropic"
     off = default_chain(["ls"], {"shell": True}, {"tracing": None}, interrupts=False)
     assert [m.name for m in off.middlewares] == list(SLOTS[1:])
     [hitl_off] = [m for m in off.middlewares if isinstance(m, HumanInTheLoop)]

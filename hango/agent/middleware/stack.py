@@ -10,6 +10,7 @@ from hango.agent.middleware.allowlist import ToolAllowlist
 from hango.agent.middleware.base import Chain, Middleware
 from hango.agent.middleware.hitl import HumanInTheLoop
 from hango.agent.middleware.memory import Memory
+from hango.agent.middleware.metrics import Metrics
 from hango.agent.middleware.repair import RepairToolCalls
 from hango.agent.middleware.tracing import Tracing
 
@@ -17,9 +18,17 @@ from hango.agent.middleware.tracing import Tracing
 # before_run comes next so every later hook sees a valid history. Memory
 # shapes the prompt. Human-in-the-loop sits after Memory and before the allowlist, so the allowlist stays the
 # innermost guard: no decision, not even an approval, can run a tool the agent is not allowed. In the plan phase
-# the HITL middleware asks the inner layers first and never suspends a call they would refuse anyway.
+# the HITL middleware asks the inner layers first and never suspends a call they would refuse anyway. Metrics sits
+# inside the guards, so it times only what the model and the tools themselves take.
 TASK_TOOL = "task"
-SLOTS: tuple[str, ...] = ("tracing", "repair_tool_calls", "memory", "human_in_the_loop", "tool_allowlist")
+SLOTS: tuple[str, ...] = (
+    "tracing",
+    "repair_tool_calls",
+    "memory",
+    "human_in_the_loop",
+    "tool_allowlist",
+    "metrics",
+)
 
 
 def default_middlewares(
@@ -44,6 +53,7 @@ def default_middlewares(
         "memory": Memory(),
         "human_in_the_loop": HumanInTheLoop(compile_rules(interrupt_on), interrupts=interrupts),
         "tool_allowlist": ToolAllowlist(tools),
+        "metrics": Metrics(str((model or {}).get("provider", ""))),
     }
     for name, middleware in (overrides or {}).items():
         if name not in slots:
