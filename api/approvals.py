@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -21,7 +20,6 @@ from hango.approvals import DecisionsSchema
 from hango.errors import InvalidInput
 from hango.models import APPROVAL_STATES
 from hango.pagination import Page
-from hango.run.events import ApprovalNotice
 from hango.run.stream import open_approval_stream
 from hango.store.approvals import approval_json
 
@@ -97,22 +95,24 @@ def list_run_approvals(args: dict[str, Any], run_id: uuid.UUID) -> dict[str, Any
     return _page(page)
 
 
+class ApprovalEventArgs(ma.Schema):
+    after = fields.Integer(load_default=None, validate=validate.Range(min=0, max=sse.MAX_SEQ))
+
+
 @blp.route("/approvals/events", methods=["GET"])
+@blp.arguments(ApprovalEventArgs, location="query")
 @blp.doc(responses={"200": {"description": "a text/event-stream of the tenant's approval events"}, **sse.refusals()})
-def stream_approval_events() -> Response:
+def stream_approval_events(args: dict[str, Any]) -> Response:
     """Server-Sent Events: the tenant's live approval queue (a member's: the approvals of their own runs).
 
     ``approval.requested``, ``approval.decided``, ``approval.expired`` and ``approval.cancelled``, each carrying
-    the approval as the lists show it. Reconnecting with ``Last-Event-ID`` replays what was missed, for at least
-    ``HANGO_APPROVAL_TTL``. Re-authorised at every keep-alive, like a run's stream.
+    the approval as the lists show it. Reconnecting with ``Last-Event-ID`` (or ``?after=``, for clients that
+    cannot set headers) replays what was missed, for at least ``HANGO_APPROVAL_TTL``. Re-authorised at every
+    keep-alive, like a run's stream.
     """
-    stream = open_approval_stream(services().runtime, services().fanout, principal(), sse.last_event_id(0))
-    return sse.event_stream(stream, _frame, stream.close)
-
-
-def _frame(notice: ApprovalNotice) -> str:
-    # Zero-padded, so that the ids also increase as strings.
-    return f"id: {notice.seq:019d}\nevent: {notice.type}\ndata: {json.dumps(notice.data)}\n\n"
+    after = sse.last_event_id(args.get("after") or 0)
+    stream = open_approval_stream(services().runtime, services().fanout, principal(), after)
+    return sse.event_stream(stream, stream.close)
 
 
 @blp.route("/approvals", methods=["GET"])

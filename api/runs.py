@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -19,7 +18,6 @@ from hango.models import RUN_STATES
 from hango.models import Run as RunRow
 from hango.pagination import Page
 from hango.run import service
-from hango.run.events import Event
 from hango.run.stream import open_stream
 
 blp = Blueprint("runs", __name__, url_prefix="/v1", description="Runs, their messages and their events")
@@ -149,8 +147,4 @@ def stream_events(args: dict[str, Any], run_id: uuid.UUID) -> Response:
     after = sse.last_event_id(args.get("after") or 0)
     # Refusals (404, 429, 503) are raised here, so they are responses and not broken streams.
     events = open_stream(services().runtime, services().fanout, principal(), run_id, after)
-    return sse.event_stream(events, _frame, events.close)
-
-
-def _frame(event: Event) -> str:
-    return f"id: {event.seq}\nevent: {event.type}\ndata: {json.dumps(event.data, default=str)}\n\n"
+    return sse.event_stream(events, events.close)

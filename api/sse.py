@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Protocol
 
 from flask import Response, request, stream_with_context
 
 from hango.errors import InvalidInput
 
 MAX_SEQ = 2**63 - 1  # event numbers are PostgreSQL bigints
-Item = TypeVar("Item")
 
 
-def event_stream(items: Iterable[Item | None], frame: Callable[[Item], str], close: Callable[[], None]) -> Response:
+class Framed(Protocol):
+    """An event that knows its SSE frame."""
+
+    @property
+    def frame(self) -> str: ...
+
+
+def event_stream(items: Iterable[Framed | None], close: Callable[[], None]) -> Response:
     """A ``text/event-stream`` response of ``items`` (``None`` is an idle keep-alive); ``close`` runs when the
     response ends, even if its body was never iterated (a client gone before the first byte)."""
 
     def generate() -> Iterator[str]:
         yield "retry: 2000\n\n"
         for item in items:
-            yield ": keep-alive\n\n" if item is None else frame(item)
+            yield ": keep-alive\n\n" if item is None else item.frame
 
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     response = Response(stream_with_context(generate()), mimetype="text/event-stream", headers=headers)

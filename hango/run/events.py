@@ -8,6 +8,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import redis
@@ -31,6 +32,11 @@ class Event:
         """The JSON published on the run's channel."""
         return json.dumps({"seq": self.seq, "type": self.type, "data": self.data}, default=str)
 
+    @cached_property
+    def frame(self) -> str:
+        """The event as SSE sends it, built once however many streams send it."""
+        return f"id: {self.seq}\nevent: {self.type}\ndata: {json.dumps(self.data, default=str)}\n\n"
+
     @classmethod
     def from_row(cls, row: RunEvent) -> Event:
         """The event of a stored row."""
@@ -46,6 +52,12 @@ class ApprovalNotice:
     type: str
     run_creator: uuid.UUID
     data: dict[str, Any]
+
+    @cached_property
+    def frame(self) -> str:
+        """The event as SSE sends it, built once however many streams send it. The id is zero-padded, so that
+        ids also increase as strings."""
+        return f"id: {self.seq:019d}\nevent: {self.type}\ndata: {json.dumps(self.data, default=str)}\n\n"
 
     def payload(self) -> str:
         """The JSON published on the tenant's channel."""

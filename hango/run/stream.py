@@ -18,7 +18,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -109,9 +109,13 @@ class _Followed(Generic[Item]):
         log any more."""
         raise NotImplementedError
 
-    def _published(self, message: Message) -> tuple[int, Item | None]:
-        """A published message's number, and its event when the caller may see it."""
+    def _decode(self, message: Message) -> Item:
+        """The event of a published message."""
         raise NotImplementedError
+
+    def _may_see(self, item: Item) -> bool:
+        """Whether the caller may see a published event of what it follows."""
+        return True
 
     def _ends(self, item: Item) -> bool:
         """Whether ``item`` is the last event of the log."""
@@ -163,13 +167,13 @@ class _Followed(Generic[Item]):
                 yield last, None
                 return
             assert isinstance(message, dict)
-            seq, item = self._published(message)
-            if seq <= last:
+            item = _shared(message, self._decode)
+            if item.seq <= last:
                 continue
-            if seq != last + 1:
+            if item.seq != last + 1:
                 return
-            last = seq
-            yield seq, item
+            last = item.seq
+            yield last, item if self._may_see(item) else None
 
     def _authorised(self, *, idle: bool) -> bool:
         """Re-check the token, the membership and what is followed at a keep-alive, or when a check is overdue."""
@@ -211,9 +215,8 @@ class RunEventStream(_Followed[Event]):
         reached = events[-1].seq if events else last
         return Read(events, reached, ended=not events and state in TERMINAL_RUN_STATES)
 
-    def _published(self, message: Message) -> tuple[int, Event | None]:
-        seq = int(message["seq"])
-        return seq, Event(self.run_id, seq, message["type"], message["data"])
+    def _decode(self, message: Message) -> Event:
+        return Event(self.run_id, int(message["seq"]), message["type"], message["data"])
 
     def _ends(self, item: Event) -> bool:
         return item.type == FINISHED
@@ -233,13 +236,20 @@ class ApprovalStream(_Followed[ApprovalNotice]):
         notices, reached = approval_events_after(self.runtime, self.principal, last)
         return Read(notices, reached)
 
-    def _published(self, message: Message) -> tuple[int, ApprovalNotice | None]:
-        notice = ApprovalNotice(
-            self.principal.tenant_id,
-            int(message["seq"]),
-            message["type"],
-            uuid.UUID(message["run_creator"]),
-            message["data"],
-        )
-        mine = self.principal.is_manager or notice.run_creator == self.principal.user_id
-        return notice.seq, notice if mine else None
+    def _decode(self, message: Message) -> ApprovalNotice:
+        creator = uuid.UUID(message["run_creator"])
+        return ApprovalNotice(self.principal.tenant_id, int(message["seq"]), message["type"], creator, message["data"])
+
+    def _may_see(self, item: ApprovalNotice) -> bool:
+        return self.principal.is_manager or item.run_creator == self.principal.user_id
+
+
+_SHARED = "hango.item"  # where a decoded message keeps its event (no published payload has this key)
+
+
+def _shared(message: Message, decode: Callable[[Message], Item]) -> Item:
+    """The event of a message the process's listeners share: decoded, and framed, once for all of them."""
+    item: Item | None = message.get(_SHARED)
+    if item is None:
+        item = message[_SHARED] = decode(message)
+    return item

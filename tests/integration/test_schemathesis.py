@@ -30,6 +30,9 @@ from hango.db import Database
 
 EXAMPLES = 6  # per operation and mode: enough to find the classic failures, small enough to stay quick
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+# A valid request to these opens a stream that lasts as long as the caller's authority: they are fuzzed with bad
+# input only (their valid answers are read by test_approval_stream.py and test_stream_scale.py).
+ENDLESS = {"/v1/approvals/events"}
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,8 @@ def test_every_operation_answers_what_the_openapi_document_declares(
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 20
     for operation in operations:
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        modes = [GenerationMode.NEGATIVE] if operation.path in ENDLESS else list(GenerationMode)
+        for mode in modes:
             try:
                 _fuzz(operation, mode, realm)
             except (AssertionError, BaseExceptionGroup) as error:  # report every operation, not only the first
