@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import redis
 from flask import Flask
 from opentelemetry.instrumentation.flask import FlaskInstrumentor
@@ -43,7 +45,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
         db=runtime.db,
         redis=redis.Redis.from_url(settings.require_redis_url(), socket_timeout=2, socket_connect_timeout=2),
         runtime=runtime,
-        fanout=Fanout(runtime.redis, queue_size=settings.stream_buffer),
+        fanout=Fanout(_fanout_redis(settings), queue_size=settings.stream_buffer),
     )
     api = Api(app)
     for blueprint in _BLUEPRINTS:
@@ -54,6 +56,14 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
     problems.register(app)
     metrics.register(app, settings, runtime)
     return app
+
+
+def _fanout_redis(settings: Settings) -> redis.Redis:
+    """The live-event subscription's own client, named after the process so that ``CLIENT LIST`` shows whose it
+    is (the app is built after the fork: this is the worker's pid)."""
+    url, name = settings.require_redis_url(), f"hango-fanout-{os.getpid()}"
+    # A connection that died without a word is found by a PING every half minute of silence.
+    return redis.Redis.from_url(url, client_name=name, health_check_interval=30, socket_keepalive=True)
 
 
 def _trace_requests(app: Flask) -> None:

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 import threading
-import time
+from collections import deque
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -41,46 +40,50 @@ Message = dict[str, Any]
 
 
 class Listener:
-    """The live messages of one channel, for one stream. Close it when the stream ends."""
+    """The live messages of one channel, for one stream. Close it when the stream ends.
+
+    One reader offers, one stream takes: a deque and an event are all the synchronisation that needs (lighter than
+    :class:`queue.Queue`'s condition, which allocates a lock per wait — this runs once per stream per event).
+    """
 
     def __init__(self, fanout: Fanout, channel: str, size: int) -> None:
         self.channel = channel
         self._fanout = fanout
-        self._queue: queue.Queue[Message] = queue.Queue(maxsize=size)
+        self._size = size
+        self._messages: deque[Message] = deque()
+        self._arrived = threading.Event()
         self._lost = False
 
     def get(self, timeout: float) -> Message | _Gap | None:
         """The next message; :data:`GAP` when some may have been lost; ``None`` after ``timeout`` seconds quiet."""
+        if not self._messages and not self._lost:
+            self._arrived.clear()
+            if not self._messages and not self._lost:  # an offer between the check and the clear sets it again
+                self._arrived.wait(timeout)
         if self._lost:
             self._lost = False
-            self._drain()
+            self._messages.clear()
             return GAP
-        try:
-            return self._queue.get(timeout=timeout)
-        except queue.Empty:
-            return GAP if self._lost else None
+        if self._messages:
+            return self._messages.popleft()
+        return None
 
     def close(self) -> None:
         """Stop receiving; closing twice is harmless."""
         self._fanout.remove(self)
 
     def offer(self, message: Message) -> None:
-        """Called by the reader: queue a message, or mark the listener as having lost one."""
-        try:
-            self._queue.put_nowait(message)
-        except queue.Full:
+        """Called by the reader: queue a message, or mark the listener as having lost one when its queue is full."""
+        if len(self._messages) >= self._size:
             self._lost = True
+        else:
+            self._messages.append(message)
+        self._arrived.set()
 
     def lost(self) -> None:
         """Called by the reader when it may have missed messages (its connection dropped)."""
         self._lost = True
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                return
+        self._arrived.set()
 
 
 class Fanout:
@@ -96,6 +99,8 @@ class Fanout:
         self._lock = threading.Lock()
         self._listeners: dict[str, set[Listener]] = {}
         self._ready = threading.Event()
+        self._reconnecting = False
+        self._stopping = threading.Event()
         self._reader: threading.Thread | None = None
 
     def listen(self, channel: str) -> Listener:
@@ -119,6 +124,12 @@ class Fanout:
                 if not listeners:
                     del self._listeners[listener.channel]
 
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the reader (within about a second) and wait for it; the process's end does this by itself."""
+        self._stopping.set()
+        if self._reader is not None:
+            self._reader.join(timeout)
+
     def listening(self) -> int:
         """How many listeners this process has."""
         with self._lock:
@@ -131,7 +142,7 @@ class Fanout:
 
     def _run(self) -> None:
         backoff = 0.1
-        while True:
+        while not self._stopping.is_set():
             try:
                 for _ in self._messages():
                     backoff = 0.1
@@ -139,7 +150,7 @@ class Fanout:
                 log.warning("the live-event subscription dropped; reconnecting", exc_info=True)
             self._ready.clear()
             self._lost_all()
-            time.sleep(backoff)
+            self._stopping.wait(backoff)
             backoff = min(backoff * 2, 5.0)
 
     def _messages(self) -> Iterator[None]:
@@ -148,16 +159,19 @@ class Fanout:
         try:
             pubsub.psubscribe(*PATTERNS)
             confirmed = 0
-            while True:
+            while not self._stopping.is_set():
                 message = pubsub.get_message(timeout=1.0)
                 if message is None:
                     continue
                 if message["type"] == "psubscribe":
                     confirmed += 1
                     if confirmed == len(PATTERNS):
-                        # Every message published from now on reaches us: listeners that waited may read the log.
+                        # Every message published from now on reaches us. After a reconnection, something may
+                        # have been published while nobody here listened: the listeners re-read the log.
+                        if self._reconnecting:
+                            self._lost_all()
+                        self._reconnecting = True
                         self._ready.set()
-                        self._lost_all()
                 elif message["type"] == "pmessage":
                     self._deliver(message["channel"].decode(), message["data"])
                 yield None

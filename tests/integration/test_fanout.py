@@ -1,0 +1,80 @@
+"""The process's one subscription, on real Redis: every listener of a channel hears its messages, nobody else's;
+a listener that falls behind, or a subscription that dropped, is told to re-read the log (``GAP``) and then
+hears live messages again."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from hango.config import Settings
+from hango.run.fanout import GAP, Fanout, Listener
+from tests.support.processes import wait_until
+
+
+@pytest.fixture
+def named(settings: Settings) -> Iterator[tuple[Fanout, redis.Redis, str]]:
+    name = f"test-fanout-{uuid.uuid4().hex[:8]}"
+    client = redis.Redis.from_url(settings.require_redis_url(), client_name=name)
+    fanout = Fanout(client, queue_size=4)
+    yield fanout, redis.Redis.from_url(settings.require_redis_url()), name
+    fanout.stop()
+    client.close()
+
+
+def _channel() -> str:
+    return f"hango:run:{uuid.uuid4()}:events"
+
+
+def _next(listener: Listener, timeout: float = 5) -> object:
+    return listener.get(timeout)
+
+
+def test_each_listener_hears_its_channel_only(named: tuple[Fanout, redis.Redis, str]) -> None:
+    fanout, publisher, _ = named
+    mine, theirs = _channel(), _channel()
+    first, second, other = fanout.listen(mine), fanout.listen(mine), fanout.listen(theirs)
+    publisher.publish(mine, json.dumps({"seq": 1}))
+    assert _next(first) == {"seq": 1}
+    assert _next(second) == {"seq": 1}
+    assert other.get(0.3) is None
+    for listener in (first, second, other):
+        listener.close()
+    assert fanout.listening() == 0
+
+
+def test_a_listener_that_falls_behind_is_told_to_reread_the_log(named: tuple[Fanout, redis.Redis, str]) -> None:
+    fanout, publisher, _ = named
+    channel = _channel()
+    slow, keeping_up = fanout.listen(channel), fanout.listen(channel)
+    for seq in range(1, 7):  # more than the queue holds
+        publisher.publish(channel, json.dumps({"seq": seq}))
+        assert _next(keeping_up) == {"seq": seq}
+    assert _next(slow) is GAP
+    publisher.publish(channel, json.dumps({"seq": 7}))
+    assert _next(slow) == {"seq": 7}
+
+
+def test_a_dropped_subscription_tells_every_listener_and_comes_back(
+    named: tuple[Fanout, redis.Redis, str],
+) -> None:
+    fanout, publisher, name = named
+    channel = _channel()
+    listener = fanout.listen(channel)
+    (connection,) = [entry for entry in publisher.client_list() if entry["name"] == name]
+    publisher.client_kill_filter(_id=connection["id"])
+    assert _next(listener) is GAP
+    # Once subscribed again, the reader says so (another GAP: something may have been published meanwhile) and
+    # then delivers live messages.
+    deadline = time.monotonic() + 10
+    heard: object = None
+    while time.monotonic() < deadline and heard != {"seq": 1}:
+        publisher.publish(channel, json.dumps({"seq": 1}))
+        heard = listener.get(0.2)
+    assert heard == {"seq": 1}
+    assert wait_until(lambda: any(entry["name"] == name for entry in publisher.client_list()), timeout=5)
