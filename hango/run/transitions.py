@@ -159,6 +159,8 @@ def suspend(
     events.append(("run.awaiting_approval", {"pending": [str(row.id) for row in approvals]}))
     run = _held(work, lease, values, events, carried)
     approval_store.insert_pending(work.session, approvals)
+    for row in approvals:  # what the insert's trigger stores too
+        row.run_creator = run.created_by
     work.approvals("approval.requested", approvals)
     return run
 

@@ -110,7 +110,6 @@ def _approvals(run: Run, state: LoopState, outcome: AwaitingApproval) -> list[Pe
             id=uuid.uuid4(),
             tenant_id=run.tenant_id,
             run_id=run.id,
-            run_creator=run.created_by,
             turn=state.turn,
             tool_call_id=pending.call.id,
             tool_name=pending.call.name,

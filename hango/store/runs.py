@@ -71,15 +71,17 @@ class Sql:
 
 
 class RunCounters(NamedTuple):
-    """What a worker's fenced write needs back: where the run's message and event numbers now end."""
+    """What a worker's fenced write needs back: where the run's message and event numbers now end, and whose run it
+    is (who may see its approvals)."""
 
     id: uuid.UUID
     tenant_id: uuid.UUID
     message_seq: int
     event_seq: int
+    created_by: uuid.UUID
 
 
-_COUNTERS = (Run.id, Run.tenant_id, Run.message_seq, Run.event_seq)
+_COUNTERS = (Run.id, Run.tenant_id, Run.message_seq, Run.event_seq, Run.created_by)
 _OPTIONS = {"synchronize_session": False, "populate_existing": True}
 
 

@@ -267,7 +267,7 @@ def test_stops_everything_and_fails_when_a_child_dies(folder: Path) -> None:
     with running(data_dir, free_port(), log) as standalone:
         started = processes_of(standalone)
         children = [pid for pid, _ in started if _parent(pid) == standalone.process.pid]
-        worker = [pid for pid in children if b"worker" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        worker = [pid for pid in children if b"worker" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
         assert len(worker) == 1, children
         os.kill(worker[0], signal.SIGKILL)
 

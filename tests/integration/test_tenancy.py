@@ -22,7 +22,7 @@ from hango.db import Database
 from hango.errors import Forbidden, NotFound
 from hango.models import Agent, File, Message, PendingApproval, Run, RunEvent, SubagentCall
 from hango.pagination import PageRequest
-from hango.store import agents, approvals, events, files, messages, runs, subagent_calls, tokens
+from hango.store import agents, approval_events, approvals, events, files, messages, runs, subagent_calls, tokens
 from hango.store import tenants as tenant_store
 from hango.store.audit import AuditFilter, AuditRecord
 
@@ -222,6 +222,26 @@ def case_pending_approvals(world: World) -> Reader:
     return _visible(world, read)
 
 
+def case_approval_events(world: World) -> Reader:
+    approval_id = uuid.uuid4()
+    with world.db.transaction() as session:
+        seq = approval_events.reserve(session, world.run.tenant_id, 1)
+        row = {
+            "tenant_id": world.run.tenant_id,
+            "seq": seq,
+            "type": "approval.requested",
+            "approval_id": approval_id,
+            "run_creator": world.run.created_by,
+            "data": {"id": str(approval_id)},
+        }
+        approval_events.insert_events(session, [row])
+
+    def read(session: Session, principal: Principal) -> bool:
+        return any(row.approval_id == approval_id for row in approval_events.visible_after(session, principal, 0, 100))
+
+    return _visible(world, read)
+
+
 RUN_SCOPED = {"owner_a": True, "creator_a": True, "other_member_a": False, "owner_b": False}
 TENANT_WIDE = {"owner_a": True, "creator_a": True, "other_member_a": True, "owner_b": False}
 MANAGERS_ONLY = {"owner_a": True, "creator_a": False, "other_member_a": False, "owner_b": False}
@@ -237,6 +257,7 @@ CASES: dict[str, tuple[Callable[[World], Reader], dict[str, bool]]] = {
     "files": (case_files, RUN_SCOPED),
     "audit_events": (case_audit_events, MANAGERS_ONLY),
     "pending_approvals": (case_pending_approvals, RUN_SCOPED),
+    "approval_events": (case_approval_events, RUN_SCOPED),
 }
 
 
