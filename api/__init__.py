@@ -14,8 +14,8 @@ from hango.api.context import Services
 from hango.api.parsing import Api
 from hango.config import Settings
 from hango.db import Database
-from hango.run.fanout import Fanout
 from hango.run.runtime import Runtime
+from hango.run.stream import Live
 from hango.telemetry import tracing_enabled
 
 _BLUEPRINTS = (users.blp, agents.blp, files.blp, runs.blp, approvals.blp, audit_events.blp)
@@ -45,7 +45,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
         db=runtime.db,
         redis=redis.Redis.from_url(settings.require_redis_url(), socket_timeout=2, socket_connect_timeout=2),
         runtime=runtime,
-        fanout=Fanout(_fanout_redis(settings), queue_size=settings.stream_buffer),
+        live=Live.build(runtime, _fanout_redis(settings)),
     )
     api = Api(app)
     for blueprint in _BLUEPRINTS:

@@ -111,7 +111,7 @@ def stream_approval_events(args: dict[str, Any]) -> Response:
     keep-alive, like a run's stream.
     """
     after = sse.last_event_id(args.get("after") or 0)
-    stream = open_approval_stream(services().runtime, services().fanout, principal(), after)
+    stream = open_approval_stream(services().runtime, services().live, principal(), after)
     return sse.event_stream(stream, stream.close)
 
 

@@ -225,6 +225,10 @@ class Settings(BaseSettings):
     max_streams_per_process: WholeNumber | None = Field(
         default=None, description="how many of those connections streams may hold; unset, three quarters of them"
     )
+    stream_check_ttl: Duration = Field(
+        default=timedelta(seconds=1),
+        description="how long the streams of one API process share an answer about a token, a run or a log's end",
+    )
     stream_buffer: WholeNumber = Field(
         default=256,
         description="live events queued for one slow stream before it re-reads them from the database instead",

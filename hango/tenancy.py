@@ -77,21 +77,6 @@ def authenticate(db: Database, token: str) -> Principal:
     return principal
 
 
-def reauthenticate(db: Database, principal: Principal) -> Principal:
-    """The principal's token as it stands now, for requests that outlive a check (event streams).
-
-    The role in the answer may differ from the one authenticated. :class:`Unauthorized` once the token is revoked
-    or its user is no longer a member of the tenant.
-    """
-    if principal.token_id is None:  # an internal principal, not a bearer token: nothing can revoke it
-        return principal
-    with db.read() as session:
-        current = token_store.principal_for_token(session, principal.token_id)
-    if current is None:
-        raise Unauthorized("the bearer token was revoked or its user removed from the tenant")
-    return current
-
-
 def require_manager(principal: Principal) -> None:
     """Only owners and admins may manage the tenant."""
     if not principal.is_manager:

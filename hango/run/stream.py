@@ -18,9 +18,11 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+import redis
 
 from hango.auth import Principal
 from hango.errors import NotFound, Unauthorized
@@ -29,17 +31,30 @@ from hango.run.events import ApprovalNotice, Event, approvals_channel, channel
 from hango.run.fanout import GAP, Fanout, Listener, Message
 from hango.run.runtime import Runtime
 from hango.run.service import approval_events_after, events_after, get_run
+from hango.run.stream_checks import StreamChecks
 from hango.run.stream_slots import StreamSlot, admit_stream
-from hango.tenancy import reauthenticate
 
 FINISHED = "run.finished"
 log = logging.getLogger(__name__)
 Item = TypeVar("Item", Event, ApprovalNotice)
 
 
-def open_stream(
-    runtime: Runtime, fanout: Fanout, principal: Principal, run_id: uuid.UUID, after: int
-) -> RunEventStream:
+@dataclass(frozen=True)
+class Live:
+    """What the streams of one API process share: the one subscription, and the answers of recent checks."""
+
+    fanout: Fanout
+    checks: StreamChecks
+
+    @classmethod
+    def build(cls, runtime: Runtime, client: redis.Redis) -> Live:
+        """The process's subscription (on ``client``) and check answers, from the runtime's settings."""
+        settings = runtime.settings
+        fanout = Fanout(client, queue_size=settings.stream_buffer)
+        return cls(fanout, StreamChecks(runtime.db, settings.stream_check_ttl.total_seconds()))
+
+
+def open_stream(runtime: Runtime, live: Live, principal: Principal, run_id: uuid.UUID, after: int) -> RunEventStream:
     """Admit a stream of a run's events after ``after``; every refusal is raised here, before a byte is sent.
 
     Raises:
@@ -49,10 +64,10 @@ def open_stream(
     """
     get_run(runtime, principal, run_id)
     slot = admit_stream(runtime.redis, runtime.settings, principal.user_id)
-    return RunEventStream(runtime, fanout, principal, after, slot, run_id)
+    return RunEventStream(runtime, live, principal, after, slot, run_id)
 
 
-def open_approval_stream(runtime: Runtime, fanout: Fanout, principal: Principal, after: int) -> ApprovalStream:
+def open_approval_stream(runtime: Runtime, live: Live, principal: Principal, after: int) -> ApprovalStream:
     """Admit a stream of the tenant's approval events after ``after`` (a member's: their own runs' approvals).
 
     Raises:
@@ -60,7 +75,7 @@ def open_approval_stream(runtime: Runtime, fanout: Fanout, principal: Principal,
         TooManyStreams: the user already holds ``max_streams_per_user`` open streams.
     """
     slot = admit_stream(runtime.redis, runtime.settings, principal.user_id)
-    return ApprovalStream(runtime, fanout, principal, after, slot)
+    return ApprovalStream(runtime, live, principal, after, slot)
 
 
 @dataclass(frozen=True)
@@ -81,17 +96,16 @@ class _Followed(Generic[Item]):
     """
 
     runtime: Runtime
-    fanout: Fanout
+    live: Live
     principal: Principal
     after: int
     slot: StreamSlot
-    # The first check comes at a random point of the first interval, so that streams opened together (a server's
-    # clients reconnecting after a restart) do not all re-authorise at the same moment ever after.
     _checked_at: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
-        interval = self.runtime.settings.sse_keepalive.total_seconds()
-        self._checked_at = time.monotonic() - random.uniform(0, interval / 2)
+        # The first check comes at a random point of the first interval, so that streams opened together (a
+        # server's clients reconnecting after a restart) do not all re-authorise at the same moment ever after.
+        self._checked_at = time.monotonic() - random.uniform(0, self._interval() / 2)
 
     def __iter__(self) -> Iterator[Item | None]:
         """The events until the log ends or authority is lost; ``None`` marks an idle keep-alive tick."""
@@ -109,6 +123,10 @@ class _Followed(Generic[Item]):
         log any more."""
         raise NotImplementedError
 
+    def _head(self) -> int:
+        """The number of the log's last event, as recently seen by this process."""
+        raise NotImplementedError
+
     def _decode(self, message: Message) -> Item:
         """The event of a published message."""
         raise NotImplementedError
@@ -122,14 +140,16 @@ class _Followed(Generic[Item]):
         return False
 
     def _recheck(self) -> None:
-        """Raise :class:`NotFound` or :class:`Unauthorized` if the caller may no longer follow the log."""
+        """Raise :class:`NotFound` if the caller may no longer follow the log."""
+
+    def _interval(self) -> float:
+        return self.runtime.settings.sse_keepalive.total_seconds()
 
     def _follow(self) -> Iterator[Item | None]:
-        listener = self.fanout.listen(self._channel())
-        timeout = self.runtime.settings.sse_keepalive.total_seconds()
-        last = self.after
+        listener = self.live.fanout.listen(self._channel())
+        last: int | None = self.after
         try:
-            while (read := self._read_log(last)) is not None:
+            while last is not None and (read := self._read_log(last)) is not None:
                 for item in read.items:
                     if not self._authorised(idle=False):
                         return
@@ -138,50 +158,51 @@ class _Followed(Generic[Item]):
                         return
                 if read.ended:
                     return
-                last = read.reached
-                for seq, live in self._live(listener, last, timeout):
-                    if live is None and seq == last:  # a quiet spell: a keep-alive
-                        if not self._authorised(idle=True):
-                            return
-                        yield None
-                        break
-                    last = seq
-                    if live is None:  # an event the caller may not see
-                        continue
-                    if not self._authorised(idle=False):
-                        return
-                    yield live
-                    if self._ends(live):
-                        return
+                last = yield from self._listen(listener, read.reached)
         finally:
             listener.close()
 
-    def _live(self, listener: Listener, last: int, timeout: float) -> Iterator[tuple[int, Item | None]]:
-        """Published events that directly follow ``last``, as ``(seq, event or None when not the caller's)``;
-        ``(last, None)`` after a quiet spell. Stops, to re-read the log, on a gap or after a quiet spell."""
+    def _listen(self, listener: Listener, last: int) -> Generator[Item | None, None, int | None]:
+        """Live events that directly follow ``last``, and keep-alives, until the log must be read again (a gap, a
+        message lost, or a log that grew behind the subscription's back): then the number reached. ``None`` when
+        the stream ends."""
         while True:
-            message = listener.get(timeout)
+            # A little under the interval, at random: streams that heard the same event do not tick together.
+            message = listener.get(self._interval() * random.uniform(0.8, 1.0))
             if message is GAP:
-                return
+                return last
             if message is None:
-                yield last, None
-                return
+                if not self._authorised(idle=True):
+                    return None
+                yield None
+                if self._head() > last:
+                    return last
+                continue
             assert isinstance(message, dict)
             item = _shared(message, self._decode)
             if item.seq <= last:
                 continue
             if item.seq != last + 1:
-                return
+                return last
             last = item.seq
-            yield last, item if self._may_see(item) else None
+            if not self._may_see(item):
+                continue
+            if not self._authorised(idle=False):
+                return None
+            yield item
+            if self._ends(item):
+                return None
 
     def _authorised(self, *, idle: bool) -> bool:
         """Re-check the token, the membership and what is followed at a keep-alive, or when a check is overdue."""
-        interval = self.runtime.settings.sse_keepalive.total_seconds()
-        if not idle and time.monotonic() - self._checked_at < interval:
+        if not idle and time.monotonic() - self._checked_at < self._interval():
             return True
         try:
-            self.principal = reauthenticate(self.runtime.db, self.principal)
+            if self.principal.token_id is not None:  # an internal principal has no token to revoke
+                current = self.live.checks.principal(self.principal.token_id)
+                if current is None:
+                    raise Unauthorized("the bearer token was revoked or its user removed from the tenant")
+                self.principal = current
             self._recheck()
         except (Unauthorized, NotFound) as exc:
             log.info("closing the event stream of %s: %s", self._channel(), exc)
@@ -215,6 +236,10 @@ class RunEventStream(_Followed[Event]):
         reached = events[-1].seq if events else last
         return Read(events, reached, ended=not events and state in TERMINAL_RUN_STATES)
 
+    def _head(self) -> int:
+        head = self.live.checks.run(self.principal, self.run_id)
+        return 0 if head is None else head.event_seq
+
     def _decode(self, message: Message) -> Event:
         return Event(self.run_id, int(message["seq"]), message["type"], message["data"])
 
@@ -222,7 +247,8 @@ class RunEventStream(_Followed[Event]):
         return item.type == FINISHED
 
     def _recheck(self) -> None:
-        get_run(self.runtime, self.principal, self.run_id)
+        if self.live.checks.run(self.principal, self.run_id) is None:
+            raise NotFound(f"run {self.run_id} is no longer visible")
 
 
 @dataclass
@@ -235,6 +261,9 @@ class ApprovalStream(_Followed[ApprovalNotice]):
     def _read_log(self, last: int) -> Read[ApprovalNotice]:
         notices, reached = approval_events_after(self.runtime, self.principal, last)
         return Read(notices, reached)
+
+    def _head(self) -> int:
+        return self.live.checks.approvals_head(self.principal.tenant_id)
 
     def _decode(self, message: Message) -> ApprovalNotice:
         creator = uuid.UUID(message["run_creator"])

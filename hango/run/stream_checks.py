@@ -1,0 +1,106 @@
+"""The questions streams ask at every keep-alive, answered once for all the streams of a process that ask them at
+about the same moment.
+
+A stream re-checks its token, what it follows, and whether its log grew behind its back (a publish that never
+arrived), every keep-alive. Thousands of streams of one process asking those one by one would cost thousands of
+queries per interval, in bursts, since streams opened together tick together. Most of them ask the same few
+questions — one token, one run, one tenant's log — so each answer is kept for ``HANGO_STREAM_CHECK_TTL`` (a
+second by default) and shared. A revoked token still closes its streams within a keep-alive and that TTL.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from sqlalchemy import select
+
+from hango.auth import Principal
+from hango.db import Database
+from hango.models import Run, Tenant
+from hango.store import tokens as token_store
+from hango.store.runs import visible_to
+
+Value = TypeVar("Value")
+
+
+class Recent(Generic[Value]):
+    """Answers by key, each kept for ``ttl`` seconds; at most ``most`` of them (the expired go first)."""
+
+    def __init__(self, ttl: float, most: int = 10_000) -> None:
+        self._ttl = ttl
+        self._most = most
+        self._lock = threading.Lock()
+        self._answers: dict[Hashable, tuple[float, Value]] = {}
+
+    def get(self, key: Hashable, compute: Callable[[], Value]) -> Value:
+        """The answer for ``key``: a recent one, or ``compute()``'s, kept."""
+        now = time.monotonic()
+        with self._lock:
+            found = self._answers.get(key)
+        if found is not None and now - found[0] < self._ttl:
+            return found[1]
+        value = compute()
+        with self._lock:
+            if len(self._answers) >= self._most:
+                self._forget_expired(now)
+            if len(self._answers) < self._most:
+                self._answers[key] = (now, value)
+        return value
+
+    def _forget_expired(self, now: float) -> None:
+        for key in [key for key, (at, _) in self._answers.items() if now - at >= self._ttl]:
+            del self._answers[key]
+
+
+@dataclass(frozen=True)
+class RunHead:
+    """A visible run's state and the number of its last event."""
+
+    state: str
+    event_seq: int
+
+
+class StreamChecks:
+    """The shared answers of one process: a token's principal, a run's visibility and head, a tenant log's head."""
+
+    def __init__(self, db: Database, ttl: float) -> None:
+        self._db = db
+        self._principals: Recent[Principal | None] = Recent(ttl)
+        self._runs: Recent[RunHead | None] = Recent(ttl)
+        self._tenants: Recent[int] = Recent(ttl)
+
+    def principal(self, token_id: uuid.UUID) -> Principal | None:
+        """What the token stands for now; ``None`` once it is revoked or its user left the tenant."""
+
+        def read() -> Principal | None:
+            with self._db.read() as session:
+                return token_store.principal_for_token(session, token_id)
+
+        return self._principals.get(token_id, read)
+
+    def run(self, principal: Principal, run_id: uuid.UUID) -> RunHead | None:
+        """The run's head, or ``None`` when the principal may not see it."""
+        key = (principal.tenant_id, principal.user_id, principal.is_manager, run_id)
+
+        def read() -> RunHead | None:
+            statement = select(Run.state, Run.event_seq).where(Run.id == run_id, visible_to(principal))
+            with self._db.read() as session:
+                row = session.execute(statement).one_or_none()
+            return None if row is None else RunHead(row.state, row.event_seq)
+
+        return self._runs.get(key, read)
+
+    def approvals_head(self, tenant_id: uuid.UUID) -> int:
+        """The last number of the tenant's approval stream."""
+
+        def read() -> int:
+            statement = select(Tenant.approval_event_seq).where(Tenant.id == tenant_id)
+            with self._db.read() as session:
+                return int(session.execute(statement).scalar_one())
+
+        return self._tenants.get(tenant_id, read)
