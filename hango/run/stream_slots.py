@@ -7,8 +7,10 @@ An open stream holds a server thread for as long as it lasts, so streams are cou
 - per process, at most ``Settings.stream_capacity()``, below the thread count, so that ordinary requests always
   find a free thread however many streams are asked for.
 
-A stream renews both leases at every keep-alive. A process that dies, or a response that is never closed, stops
-renewing, and its slots lapse after one lease without anyone having to clean up.
+Each process renews the leases of all its open streams together, once per keep-alive interval, in one Redis round
+trip (:class:`Renewals`); a stream learns at its own keep-alive whether its slot was lost. A process that dies, or
+a response that is never closed, stops renewing, and its slots lapse after one lease without anyone having to
+clean up.
 """
 
 from __future__ import annotations
@@ -69,10 +71,13 @@ class ProcessStreams:
         """Take or renew a slot; ``False`` when ``limit`` other streams hold one."""
         now = time.monotonic()
         with self._lock:
-            for lapsed in [key for key, end in self._leases.items() if end <= now]:
-                del self._leases[lapsed]
             if stream_id not in self._leases and len(self._leases) >= limit:
-                return False
+                # Only a full process looks for lapsed leases: a scan per claim would cost every stream a pass
+                # over all the others.
+                for lapsed in [key for key, end in self._leases.items() if end <= now]:
+                    del self._leases[lapsed]
+                if len(self._leases) >= limit:
+                    return False
             self._leases[stream_id] = now + lease
             return True
 
@@ -95,6 +100,7 @@ class StreamSlot:
     settings: Settings
     user_id: uuid.UUID
     stream_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    lost: bool = field(default=False, init=False)
 
     @classmethod
     def admit(cls, client: redis.Redis, settings: Settings, user_id: uuid.UUID) -> StreamSlot:
@@ -114,16 +120,16 @@ class StreamSlot:
         except BaseException:  # refused or Redis failed: the process slot must not wait for its lease to lapse
             PROCESS_STREAMS.release(slot.stream_id)
             raise
+        RENEWALS.add(slot)
         return slot
 
     def renew(self) -> bool:
-        """Extend both leases; ``False`` if a lapsed one could not be taken again (the stream should end)."""
-        if not self._claim_process():
-            return False
-        return self._claim_user()
+        """Whether both leases still hold (:class:`Renewals` extends them); ``False``: the stream should end."""
+        return not self.lost
 
     def release(self) -> None:
         """Free both places at once, rather than when the leases lapse."""
+        RENEWALS.discard(self)
         PROCESS_STREAMS.release(self.stream_id)
         try:
             self.client.zrem(user_key(self.user_id), self.stream_id)
@@ -134,9 +140,75 @@ class StreamSlot:
         return PROCESS_STREAMS.claim(self.stream_id, self.settings.stream_capacity(), lease_seconds(self.settings))
 
     def _claim_user(self) -> bool:
+        return bool(self.client.eval(_CLAIM, 1, *self.claim_arguments()))
+
+    def claim_arguments(self) -> tuple[str, str, int, int]:
+        """The key and arguments of the Redis script that takes or renews this slot."""
         lease_ms = math.ceil(lease_seconds(self.settings) * 1000)
-        limit = self.settings.max_streams_per_user
-        return bool(self.client.eval(_CLAIM, 1, user_key(self.user_id), self.stream_id, limit, lease_ms))
+        return user_key(self.user_id), self.stream_id, self.settings.max_streams_per_user, lease_ms
+
+
+class Renewals:
+    """The open streams of this process, whose leases one background reader (a greenlet under gevent) renews
+    every keep-alive interval: the process leases in memory, the user leases in one pipelined round trip.
+
+    A lease that could not be renewed (it lapsed and another stream took the place) marks its slot ``lost``. A
+    Redis failure marks nothing: a lease outlives three intervals, and the next round tries again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slots: dict[str, StreamSlot] = {}
+        self._renewer: threading.Thread | None = None
+
+    def add(self, slot: StreamSlot) -> None:
+        """Renew ``slot`` from now on."""
+        with self._lock:
+            self._slots[slot.stream_id] = slot
+            if self._renewer is None or not self._renewer.is_alive():
+                interval = slot.settings.sse_keepalive.total_seconds()
+                self._renewer = threading.Thread(target=self._run, args=(interval,), name="hango-renewals", daemon=True)
+                self._renewer.start()
+
+    def discard(self, slot: StreamSlot) -> None:
+        """Stop renewing ``slot``."""
+        with self._lock:
+            self._slots.pop(slot.stream_id, None)
+
+    def renew_all(self) -> None:
+        """One round: extend every slot's two leases."""
+        with self._lock:
+            slots = list(self._slots.values())
+        if not slots:
+            return
+        kept = []
+        for slot in slots:
+            if slot._claim_process():
+                kept.append(slot)
+            else:
+                slot.lost = True
+        if not kept:
+            return
+        try:
+            with kept[0].client.pipeline(transaction=False) as pipe:
+                for slot in kept:
+                    pipe.eval(_CLAIM, 1, *slot.claim_arguments())
+                answers = pipe.execute()
+        except RedisError:
+            log.warning("could not renew %d stream slots; trying again next round", len(kept), exc_info=True)
+            return
+        for slot, renewed in zip(kept, answers, strict=True):
+            if not renewed:
+                slot.lost = True
+
+    def _run(self, interval: float) -> None:
+        while True:
+            time.sleep(interval)
+            self.renew_all()
+
+
+# The process's renewer: gunicorn forks its workers before any request, so each starts with none.
+RENEWALS = Renewals()
 
 
 def admit_stream(client: redis.Redis, settings: Settings, user_id: uuid.UUID) -> StreamSlot:
