@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 from flask import Flask
@@ -17,4 +18,9 @@ def app_from_env() -> Flask:
     cooperative_postgres()
     settings = Settings.from_env(os.environ)
     configure_tracing(settings, "api")
-    return create_app(settings)
+    app = create_app(settings)
+    # What the app built lives as long as the process: the collector need not look at it again. Thousands of
+    # streams make full collections frequent, and each would walk every module, model and schema otherwise.
+    gc.collect()
+    gc.freeze()
+    return app

@@ -56,6 +56,12 @@ class Listener:
 
     def get(self, timeout: float) -> Message | _Gap | None:
         """The next message; :data:`GAP` when some may have been lost; ``None`` after ``timeout`` seconds quiet."""
+        taken = self.take(timeout, most=1)
+        return taken[0] if isinstance(taken, list) else taken
+
+    def take(self, timeout: float, most: int = 64) -> list[Message] | _Gap | None:
+        """Up to ``most`` messages, as many as are queued once one is (a burst is written at once); :data:`GAP`
+        when some may have been lost; ``None`` after ``timeout`` seconds quiet."""
         if not self._messages and not self._lost:
             self._arrived.clear()
             if not self._messages and not self._lost:  # an offer between the check and the clear sets it again
@@ -64,9 +70,10 @@ class Listener:
             self._lost = False
             self._messages.clear()
             return GAP
-        if self._messages:
-            return self._messages.popleft()
-        return None
+        if not self._messages:
+            return None
+        messages = self._messages
+        return [messages.popleft() for _ in range(min(most, len(messages)))]
 
     def close(self) -> None:
         """Stop receiving; closing twice is harmless."""

@@ -79,6 +79,20 @@ def open_approval_stream(runtime: Runtime, live: Live, principal: Principal, aft
 
 
 @dataclass(frozen=True)
+class Batch(Generic[Item]):
+    """Live events that arrived together, sent in one write."""
+
+    items: list[Item]
+
+    @property
+    def frame(self) -> str:
+        """The events' SSE frames, one after the other."""
+        if len(self.items) == 1:
+            return self.items[0].frame
+        return "".join(item.frame for item in self.items)
+
+
+@dataclass(frozen=True)
 class Read(Generic[Item]):
     """What one read of a log found: the events the caller may see, the number the read got to (past events
     the caller may not see), and whether the log has ended."""
@@ -107,8 +121,9 @@ class _Followed(Generic[Item]):
         # server's clients reconnecting after a restart) do not all re-authorise at the same moment ever after.
         self._checked_at = time.monotonic() - random.uniform(0, self._interval() / 2)
 
-    def __iter__(self) -> Iterator[Item | None]:
-        """The events until the log ends or authority is lost; ``None`` marks an idle keep-alive tick."""
+    def __iter__(self) -> Iterator[Item | Batch[Item] | None]:
+        """The events (one by one from the log, in bursts when live) until the log ends or authority is lost;
+        ``None`` marks an idle keep-alive tick."""
         return self._follow()
 
     def close(self) -> None:
@@ -145,7 +160,7 @@ class _Followed(Generic[Item]):
     def _interval(self) -> float:
         return self.runtime.settings.sse_keepalive.total_seconds()
 
-    def _follow(self) -> Iterator[Item | None]:
+    def _follow(self) -> Iterator[Item | Batch[Item] | None]:
         listener = self.live.fanout.listen(self._channel())
         last: int | None = self.after
         try:
@@ -162,36 +177,48 @@ class _Followed(Generic[Item]):
         finally:
             listener.close()
 
-    def _listen(self, listener: Listener, last: int) -> Generator[Item | None, None, int | None]:
-        """Live events that directly follow ``last``, and keep-alives, until the log must be read again (a gap, a
-        message lost, or a log that grew behind the subscription's back): then the number reached. ``None`` when
-        the stream ends."""
+    def _listen(self, listener: Listener, last: int) -> Generator[Batch[Item] | None, None, int | None]:
+        """Live events that directly follow ``last``, a burst at a time, and keep-alives, until the log must be
+        read again (a gap, a message lost, or a log that grew behind the subscription's back): then the number
+        reached. ``None`` when the stream ends."""
         while True:
             # A little under the interval, at random: streams that heard the same event do not tick together.
-            message = listener.get(self._interval() * random.uniform(0.8, 1.0))
-            if message is GAP:
+            taken = listener.take(self._interval() * random.uniform(0.8, 1.0))
+            if taken is GAP:
                 return last
-            if message is None:
+            if taken is None:
                 if not self._authorised(idle=True):
                     return None
                 yield None
                 if self._head() > last:
                     return last
                 continue
-            assert isinstance(message, dict)
+            assert isinstance(taken, list)
+            burst, reached, outcome = self._next_of(taken, last)
+            if burst:
+                if not self._authorised(idle=False):
+                    return None
+                yield Batch(burst)
+            if outcome != "more":
+                return None if outcome == "ended" else reached
+            last = reached
+
+    def _next_of(self, messages: list[Message], last: int) -> tuple[list[Item], int, str]:
+        """The events among ``messages`` that directly follow ``last`` and the caller may see, the number reached,
+        and what comes next: ``more`` (listen on), ``gap`` (re-read the log) or ``ended``."""
+        burst: list[Item] = []
+        for message in messages:
             item = _shared(message, self._decode)
             if item.seq <= last:
                 continue
             if item.seq != last + 1:
-                return last
+                return burst, last, "gap"
             last = item.seq
-            if not self._may_see(item):
-                continue
-            if not self._authorised(idle=False):
-                return None
-            yield item
+            if self._may_see(item):
+                burst.append(item)
             if self._ends(item):
-                return None
+                return burst, last, "ended"
+        return burst, last, "more"
 
     def _authorised(self, *, idle: bool) -> bool:
         """Re-check the token, the membership and what is followed at a keep-alive, or when a check is overdue."""

@@ -148,6 +148,9 @@ class StreamSlot:
         return user_key(self.user_id), self.stream_id, self.settings.max_streams_per_user, lease_ms
 
 
+_RENEWALS_PER_TRIP = 100  # a round trip of thousands would hold the process for tens of milliseconds
+
+
 class Renewals:
     """The open streams of this process, whose leases one background reader (a greenlet under gevent) renews
     every keep-alive interval: the process leases in memory, the user leases in one pipelined round trip.
@@ -187,19 +190,24 @@ class Renewals:
                 kept.append(slot)
             else:
                 slot.lost = True
-        if not kept:
-            return
+        for start in range(0, len(kept), _RENEWALS_PER_TRIP):
+            if not self._renew(kept[start : start + _RENEWALS_PER_TRIP]):
+                return
+            time.sleep(0)  # under gevent, let the streams run between round trips
+
+    def _renew(self, slots: list[StreamSlot]) -> bool:
         try:
-            with kept[0].client.pipeline(transaction=False) as pipe:
-                for slot in kept:
+            with slots[0].client.pipeline(transaction=False) as pipe:
+                for slot in slots:
                     pipe.eval(_CLAIM, 1, *slot.claim_arguments())
                 answers = pipe.execute()
         except RedisError:
-            log.warning("could not renew %d stream slots; trying again next round", len(kept), exc_info=True)
-            return
-        for slot, renewed in zip(kept, answers, strict=True):
+            log.warning("could not renew %d stream slots; trying again next round", len(slots), exc_info=True)
+            return False
+        for slot, renewed in zip(slots, answers, strict=True):
             if not renewed:
                 slot.lost = True
+        return True
 
     def _run(self, interval: float) -> None:
         while True:
