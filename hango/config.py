@@ -171,6 +171,9 @@ class Settings(BaseSettings):
     max_json_depth: WholeNumber = Field(
         default=64, description="JSON bodies nesting arrays and objects deeper than this are a 400"
     )
+    redis_max_connections: WholeNumber = Field(
+        default=64, description="Redis connections per process pool; more callers at once wait for one (up to 5s)"
+    )
     db_pool_size: WholeNumber = Field(default=5, description="connections per process pool")
     db_ping_after_idle: Duration = Field(
         default=timedelta(seconds=10),

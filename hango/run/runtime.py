@@ -43,7 +43,16 @@ class Runtime:
     @classmethod
     def build(cls, settings: Settings, *, db: Database | None = None) -> Runtime:
         """Wire a runtime from settings; nothing connects until first use."""
-        client = redis.Redis.from_url(settings.require_redis_url(), socket_timeout=5, socket_connect_timeout=5)
+        # A bounded pool: a burst of greenlets (a thousand streams closing together) waits for a connection
+        # instead of opening hundreds, each costing a TCP handshake and redis-py's start-up work.
+        pool = redis.BlockingConnectionPool.from_url(
+            settings.require_redis_url(),
+            max_connections=settings.redis_max_connections,
+            timeout=5,
+            socket_timeout=5,
+            socket_connect_timeout=5,
+        )
+        client = redis.Redis(connection_pool=pool)
         tools = tool_registry(settings)
         return cls(
             settings=settings,
