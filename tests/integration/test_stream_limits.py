@@ -27,7 +27,7 @@ from hango.models import Membership, Run
 from hango.run.runtime import Runtime, unit_of_work
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run
 from tests.integration.hitl_helpers import write_memory
-from tests.support.processes import api_server, start, stop, wait_until
+from tests.support.processes import api_server, get_status, start, stop, wait_until
 
 SUSPENDING = [{"text": "Saving.", "tool_calls": [write_memory()]}, {"text": "Done."}]
 PROBLEM = "urn:hango:problem:"
@@ -287,7 +287,7 @@ def test_ordinary_requests_are_served_when_more_streams_are_asked_for_than_the_s
         wait_until(lambda: len(readers) >= API_THREADS, timeout=60)
 
         for tenant in tenants:
-            assert _get(base, "/v1/runs", tenant.owner.token) == 200
+            assert get_status(base, "/v1/runs", tenant.owner.token) == 200
 
         for opener in openers:
             opener.join(SOON)
@@ -300,15 +300,3 @@ def test_ordinary_requests_are_served_when_more_streams_are_asked_for_than_the_s
             _assert_refused(reader, 503, "stream-capacity-full")
         # The admitted streams are still open and ticking.
         assert not any(reader.ended.is_set() for reader in admitted)
-
-
-def _get(base: str, path: str, token: str) -> int:
-    host, port = base.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=10)
-    try:
-        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
-        response = connection.getresponse()
-        response.read()
-        return response.status
-    finally:
-        connection.close()

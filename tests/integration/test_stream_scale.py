@@ -3,7 +3,6 @@ nor a Redis connection each, ordinary requests are still answered, and one decis
 
 from __future__ import annotations
 
-import http.client
 import queue
 import threading
 from pathlib import Path
@@ -16,7 +15,7 @@ from flask.testing import FlaskClient
 from hango.config import Settings
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, write_memory
-from tests.support.processes import api_process, wait_until
+from tests.support.processes import api_process, get_status, wait_until
 from tests.support.sse import stream
 
 pytestmark = pytest.mark.usefixtures("worker_process")
@@ -47,18 +46,6 @@ def _threads(pid: int) -> int:
     raise AssertionError("no thread count")
 
 
-def _get(base: str, path: str, token: str) -> int:
-    host, port = base.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=30)
-    try:
-        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
-        response = connection.getresponse()
-        response.read()
-        return response.status
-    finally:
-        connection.close()
-
-
 def test_hundreds_of_streams_share_one_process_one_subscription_and_all_hear_a_decision(
     settings: Settings, client: FlaskClient, tenant: TenantFixture
 ) -> None:
@@ -81,7 +68,7 @@ def test_hundreds_of_streams_share_one_process_one_subscription_and_all_hear_a_d
         assert _threads(worker) < 30  # gevent's few helper threads, not one per stream
         # The process's one subscription (a little slack for other processes of the machine coming and going).
         assert len(monitor.client_list(_type="pubsub")) - pubsub_before <= 3
-        assert _get(base, "/v1/runs", tenant.owner.token) == 200
+        assert get_status(base, "/v1/runs", tenant.owner.token) == 200
 
         call = client.get(f"/v1/runs/{run_id}/approvals", headers=tenant.owner.headers).json["items"][0]
         response = decide(client, tenant.owner, run_id, {"tool_call_id": call["tool_call_id"], "decision": "approve"})

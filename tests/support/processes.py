@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import socket
@@ -148,3 +149,16 @@ def wait_until(condition, timeout: float = 30, interval: float = 0.05):  # type:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def get_status(base: str, path: str, token: str, *, timeout: float = 30) -> int:
+    """The status of a GET of ``path`` on a server, with a bearer token (the body is read and dropped)."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
