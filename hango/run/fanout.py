@@ -155,6 +155,8 @@ class Fanout:
                     backoff = 0.1
             except (RedisError, OSError):
                 log.warning("the live-event subscription dropped; reconnecting", exc_info=True)
+            except Exception:  # the reader must outlive any surprise: every stream of the process relies on it
+                log.exception("the live-event reader failed; subscribing again")
             self._ready.clear()
             self._lost_all()
             self._stopping.wait(backoff)
