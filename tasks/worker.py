@@ -28,7 +28,7 @@ from hango.config import Settings
 from hango.errors import ConfigError
 from hango.instruments import instruments
 from hango.queue import EXPIRE_TASK, PING_TASK, RECONCILE_TASK, RUN_TASK, STATS_TASK, make_celery, task_options
-from hango.run.expiry import expire_stale, prune_approval_events
+from hango.run.expiry import sweep
 from hango.run.reconciler import reconcile
 from hango.run.runtime import Runtime, tool_registry
 from hango.run.worker import execute_run
@@ -92,10 +92,7 @@ def create_worker_app(settings: Settings) -> Celery:
     @_timed(EXPIRE_TASK)
     def expire_approvals() -> int:
         """Fail the runs whose approvals outlived HANGO_APPROVAL_TTL, and forget old approval stream events."""
-        runtime = process.runtime()
-        failed = expire_stale(runtime)
-        prune_approval_events(runtime)
-        return failed
+        return sweep(process.runtime())
 
     @app.task(name=PING_TASK, **options)  # type: ignore[untyped-decorator]
     @_timed(PING_TASK)

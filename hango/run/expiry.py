@@ -38,6 +38,14 @@ def expire_stale(runtime: Runtime, *, batch: int = BATCH) -> int:
     return sum(expire_run(runtime, run_id, cutoff, trace_id) for run_id in run_ids)
 
 
+def sweep(runtime: Runtime) -> int:
+    """The beat-scheduled sweep: expire what outlived the TTL, then forget old approval stream events; returns how
+    many runs were failed."""
+    failed = expire_stale(runtime)
+    prune_approval_events(runtime)
+    return failed
+
+
 def prune_approval_events(runtime: Runtime, *, batch: int = 1000) -> int:
     """Forget up to ``batch`` approval stream events older than the stream's retention; returns how many."""
     cutoff = datetime.now(UTC) - runtime.settings.approval_stream_retention()

@@ -17,13 +17,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from sqlalchemy import select
-
 from hango.auth import Principal
 from hango.db import Database
-from hango.models import Run, Tenant
+from hango.store import approval_events as approval_event_store
+from hango.store import runs as run_store
 from hango.store import tokens as token_store
-from hango.store.runs import visible_to
 
 Value = TypeVar("Value")
 
@@ -88,10 +86,9 @@ class StreamChecks:
         key = (principal.tenant_id, principal.user_id, principal.is_manager, run_id)
 
         def read() -> RunHead | None:
-            statement = select(Run.state, Run.event_seq).where(Run.id == run_id, visible_to(principal))
             with self._db.read() as session:
-                row = session.execute(statement).one_or_none()
-            return None if row is None else RunHead(row.state, row.event_seq)
+                head = run_store.visible_head(session, principal, run_id)
+            return None if head is None else RunHead(*head)
 
         return self._runs.get(key, read)
 
@@ -99,8 +96,7 @@ class StreamChecks:
         """The last number of the tenant's approval stream."""
 
         def read() -> int:
-            statement = select(Tenant.approval_event_seq).where(Tenant.id == tenant_id)
             with self._db.read() as session:
-                return int(session.execute(statement).scalar_one())
+                return approval_event_store.last_seq(session, tenant_id)
 
         return self._tenants.get(tenant_id, read)

@@ -47,6 +47,13 @@ def get_run(session: Session, principal: Principal, run_id: uuid.UUID, *, for_up
     return run
 
 
+def visible_head(session: Session, principal: Principal, run_id: uuid.UUID) -> tuple[str, int] | None:
+    """A run's state and last event number, or ``None`` when the principal may not see it."""
+    statement = select(Run.state, Run.event_seq).where(Run.id == run_id, visible_to(principal))
+    row = session.execute(statement).one_or_none()
+    return None if row is None else (row.state, row.event_seq)
+
+
 def list_runs(session: Session, principal: Principal, page: PageRequest, state: str | None = None) -> Page[Run]:
     """The runs a principal may see, newest first, optionally in one state."""
     statement = select(Run).where(visible_to(principal))
