@@ -11,11 +11,13 @@ The folder is private to one server: the parent creates it before forking, every
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client import multiprocess as prometheus_multiprocess
@@ -59,9 +61,18 @@ def current_folder() -> str | None:
     return os.environ.get(ENVIRONMENT) or None
 
 
+class _SharedValues(prometheus_multiprocess.MultiProcessCollector):
+    """prometheus_client's collector of the shared files, skipping a file a process has created but not yet
+    written its header to (the library would fail the whole scrape on it; its values arrive at the next one)."""
+
+    def collect(self) -> Any:
+        files = [path for path in glob.glob(os.path.join(self._path, "*.db")) if os.path.getsize(path) >= 8]
+        return self.merge(files, accumulate=True)  # type: ignore[no-untyped-call]
+
+
 def add_shared_values(registry: CollectorRegistry, folder: str) -> None:
     """Make ``registry`` report the values every process wrote to ``folder`` (read again at every scrape)."""
-    prometheus_multiprocess.MultiProcessCollector(registry, path=folder)  # type: ignore[no-untyped-call]
+    _SharedValues(registry, path=folder)  # type: ignore[no-untyped-call]
 
 
 def forget_process(pid: int, folder: str) -> None:
