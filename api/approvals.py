@@ -112,7 +112,7 @@ def stream_approval_events(args: dict[str, Any]) -> Response:
     """
     after = sse.last_event_id(args.get("after") or 0)
     stream = open_approval_stream(services().runtime, services().live, principal(), after)
-    return sse.event_stream(stream, stream.close)
+    return sse.event_stream(stream, stream.close, stream.send_directly)
 
 
 @blp.route("/approvals", methods=["GET"])

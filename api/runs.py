@@ -147,4 +147,4 @@ def stream_events(args: dict[str, Any], run_id: uuid.UUID) -> Response:
     after = sse.last_event_id(args.get("after") or 0)
     # Refusals (404, 429, 503) are raised here, so they are responses and not broken streams.
     events = open_stream(services().runtime, services().live, principal(), run_id, after)
-    return sse.event_stream(events, events.close)
+    return sse.event_stream(events, events.close, events.send_directly)

@@ -94,8 +94,12 @@ def _rounds(
         sent = time.monotonic()
         client.post(f"/v1/runs/{run_id}/approvals", APPROVE)
         arrivals, live = _ask(pipe, Collect("approval.decided", 30))
-        heard = [arrival - sent for arrival in arrivals if arrival is not None]
+        heard = sorted(arrival - sent for arrival in arrivals if arrival is not None)
         latencies += heard
+        if heard:
+            print(
+                f"round {index + 1}: first {_ms(heard[0])}, median {_ms(statistics.median(heard))}, last {_ms(heard[-1])}"
+            )
         reached += len(heard)
         expected += live
         print(f"round {index + 1}: approval.decided reached {len(heard)}/{live}", flush=True)

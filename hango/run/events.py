@@ -37,6 +37,11 @@ class Event:
         """The event as SSE sends it, built once however many streams send it."""
         return f"id: {self.seq}\nevent: {self.type}\ndata: {json.dumps(self.data, default=str)}\n\n"
 
+    @cached_property
+    def wire(self) -> bytes:
+        """:attr:`frame`, encoded."""
+        return self.frame.encode()
+
     @classmethod
     def from_row(cls, row: RunEvent) -> Event:
         """The event of a stored row."""
@@ -58,6 +63,11 @@ class ApprovalNotice:
         """The event as SSE sends it, built once however many streams send it. The id is zero-padded, so that
         ids also increase as strings."""
         return f"id: {self.seq:019d}\nevent: {self.type}\ndata: {json.dumps(self.data, default=str)}\n\n"
+
+    @cached_property
+    def wire(self) -> bytes:
+        """:attr:`frame`, encoded."""
+        return self.frame.encode()
 
     def payload(self) -> str:
         """The JSON published on the tenant's channel."""

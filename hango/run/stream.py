@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import redis
 
@@ -78,6 +78,20 @@ def open_approval_stream(runtime: Runtime, live: Live, principal: Principal, aft
     return ApprovalStream(runtime, live, principal, after, slot)
 
 
+class Wire(Protocol):
+    """The connection of a stream's response, for live events sent by the process's reader while the stream's own
+    greenlet waits (see :meth:`_Followed.send_directly`). What it writes is framed as the server frames the body."""
+
+    def send_now(self, frame: bytes) -> bool:
+        """Send ``frame`` without waiting: ``True`` when it all went; otherwise the rest waits for :meth:`flush`
+        (or the connection is gone), and nothing else may be written before it."""
+        ...
+
+    def flush(self) -> bool:
+        """Send, waiting if need be, what :meth:`send_now` left; ``False`` once the connection is gone."""
+        ...
+
+
 @dataclass(frozen=True)
 class Batch(Generic[Item]):
     """Live events that arrived together, sent in one write."""
@@ -115,6 +129,8 @@ class _Followed(Generic[Item]):
     after: int
     slot: StreamSlot
     _checked_at: float = field(default=0.0, init=False)
+    _last: int = field(default=0, init=False)
+    _wire: Wire | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         # The first check comes at a random point of the first interval, so that streams opened together (a
@@ -129,6 +145,17 @@ class _Followed(Generic[Item]):
     def close(self) -> None:
         """Give the stream's slots back."""
         self.slot.release()
+
+    def send_directly(self, wire: Wire) -> None:
+        """Let the process's reader write the live events that simply come next straight to ``wire`` while this
+        stream waits, instead of waking the stream to write each.
+
+        A decision heard by two thousand streams is then two thousand socket writes, not two thousand greenlet
+        switches through the WSGI layers. The stream still writes everything else itself: the log it reads, a
+        gap, the last event, keep-alives, and whatever comes when a check is due (a check waits on PostgreSQL,
+        which the reader must never do). Only for a stream whose reader is a greenlet of the same hub.
+        """
+        self._wire = wire
 
     def _channel(self) -> str:
         raise NotImplementedError
@@ -181,27 +208,43 @@ class _Followed(Generic[Item]):
         """Live events that directly follow ``last``, a burst at a time, and keep-alives, until the log must be
         read again (a gap, a message lost, or a log that grew behind the subscription's back): then the number
         reached. ``None`` when the stream ends."""
+        self._last = last
+        direct = self._send_now if self._wire is not None else None
         while True:
             # A little under the interval, at random: streams that heard the same event do not tick together.
-            taken = listener.take(self._interval() * random.uniform(0.8, 1.0))
+            taken = listener.take(self._interval() * random.uniform(0.8, 1.0), direct=direct)
+            if self._wire is not None and not self._wire.flush():
+                return None  # the client is gone
             if taken is GAP:
-                return last
+                return self._last
             if taken is None:
                 if not self._authorised(idle=True):
                     return None
                 yield None
-                if self._head() > last:
-                    return last
+                if self._head() > self._last:
+                    return self._last
                 continue
             assert isinstance(taken, list)
-            burst, reached, outcome = self._next_of(taken, last)
+            burst, reached, outcome = self._next_of(taken, self._last)
             if burst:
                 if not self._authorised(idle=False):
                     return None
                 yield Batch(burst)
             if outcome != "more":
                 return None if outcome == "ended" else reached
-            last = reached
+            self._last = reached
+
+    def _send_now(self, message: Message) -> bool:
+        """On the reader, while the stream waits: send ``message`` to the wire when it is simply the next event
+        and no check is due. ``False`` leaves it to the stream, woken (for what the wire could not send at once,
+        too: the stream finishes that first, then skips the message as already sent)."""
+        if self._wire is None or self._check_due():
+            return False
+        burst, reached, outcome = self._next_of([message], self._last)
+        if outcome != "more":
+            return False
+        self._last = reached
+        return not burst or self._wire.send_now(burst[0].wire)
 
     def _next_of(self, messages: list[Message], last: int) -> tuple[list[Item], int, str]:
         """The events among ``messages`` that directly follow ``last`` and the caller may see, the number reached,
@@ -220,9 +263,12 @@ class _Followed(Generic[Item]):
                 return burst, last, "ended"
         return burst, last, "more"
 
+    def _check_due(self) -> bool:
+        return time.monotonic() - self._checked_at >= self._interval()
+
     def _authorised(self, *, idle: bool) -> bool:
         """Re-check the token, the membership and what is followed at a keep-alive, or when a check is overdue."""
-        if not idle and time.monotonic() - self._checked_at < self._interval():
+        if not idle and not self._check_due():
             return True
         try:
             if self.principal.token_id is not None:  # an internal principal has no token to revoke
