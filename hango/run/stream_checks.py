@@ -26,34 +26,65 @@ from hango.store import tokens as token_store
 Value = TypeVar("Value")
 
 
+class _Flight(Generic[Value]):
+    """One computation of an answer, which the callers that ask meanwhile wait for instead of repeating it."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: Value | None = None
+        self.ok = False
+
+
 class Recent(Generic[Value]):
-    """Answers by key, each kept for ``ttl`` seconds; at most ``most`` of them (the expired go first)."""
+    """Answers by key, each kept for ``ttl`` seconds; at most ``most`` of them (the expired go first).
+
+    An answer is computed once however many callers ask for it together: when it expires, a thousand streams due
+    for a check at that moment make one query, not a thousand that queue for the connection pool.
+    """
 
     def __init__(self, ttl: float, most: int = 10_000) -> None:
         self._ttl = ttl
         self._most = most
         self._lock = threading.Lock()
         self._answers: dict[Hashable, tuple[float, Value]] = {}
+        self._flights: dict[Hashable, _Flight[Value]] = {}
 
     def get(self, key: Hashable, compute: Callable[[], Value]) -> Value:
-        """The answer for ``key``: a recent one, or ``compute()``'s, kept."""
+        """The answer for ``key``: a recent one, the one being computed, or ``compute()``'s, kept."""
+        while True:
+            with self._lock:
+                found = self._answers.get(key)
+                if found is not None and time.monotonic() - found[0] < self._ttl:
+                    return found[1]
+                flight = self._flights.get(key)
+                if flight is None:
+                    flight = self._flights[key] = _Flight()
+                    break  # this caller computes it
+            flight.done.wait()
+            if flight.ok:
+                return flight.value  # type: ignore[return-value]
+            # That computation failed: one of its waiters tries again, the others wait for that one.
+        try:
+            flight.value = compute()
+            flight.ok = True
+        finally:
+            with self._lock:
+                del self._flights[key]
+                if flight.ok:
+                    self._keep(key, flight.value)  # type: ignore[arg-type]
+            flight.done.set()
+        return flight.value
+
+    def _keep(self, key: Hashable, value: Value) -> None:
         now = time.monotonic()
-        with self._lock:
-            found = self._answers.get(key)
-        if found is not None and now - found[0] < self._ttl:
-            return found[1]
-        value = compute()
-        with self._lock:
-            if len(self._answers) >= self._most:
-                self._forget_expired(now)
-            if len(self._answers) < self._most:
-                self._answers[key] = (now, value)
-        return value
+        if len(self._answers) >= self._most:
+            self._forget_expired(now)
+        if len(self._answers) < self._most:
+            self._answers[key] = (now, value)
 
     def _forget_expired(self, now: float) -> None:
         for key in [key for key, (at, _) in self._answers.items() if now - at >= self._ttl]:
             del self._answers[key]
-
 
 @dataclass(frozen=True)
 class RunHead:
