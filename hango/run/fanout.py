@@ -96,13 +96,20 @@ class Listener:
         """Called by the reader: hand a message to the waiting stream's direct handler, else queue it, or mark the
         listener as having lost one when its queue is full."""
         direct = self._direct
-        if direct is not None and not self._messages and not self._lost and direct(message):
+        if direct is not None and not self._messages and not self._lost and self._taken_directly(direct, message):
             return
         if len(self._messages) >= self._size:
             self._lost = True
         else:
             self._messages.append(message)
         self._arrived.set()
+
+    def _taken_directly(self, direct: Callable[[Message], bool], message: Message) -> bool:
+        try:
+            return direct(message)
+        except Exception:  # the stream meets the failure itself; the reader serves every other stream
+            log.exception("a stream's direct handler failed on %s; the stream takes the message", self.channel)
+            return False
 
     def lost(self) -> None:
         """Called by the reader when it may have missed messages (its connection dropped)."""

@@ -86,6 +86,7 @@ class Recent(Generic[Value]):
         for key in [key for key, (at, _) in self._answers.items() if now - at >= self._ttl]:
             del self._answers[key]
 
+
 @dataclass(frozen=True)
 class RunHead:
     """A visible run's state and the number of its last event."""

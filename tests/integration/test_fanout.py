@@ -5,6 +5,7 @@ hears live messages again."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import pytest
 import redis
 
 from hango.config import Settings
-from hango.run.fanout import GAP, Fanout, Listener
+from hango.run.fanout import GAP, Fanout, Listener, Message
 from tests.support.processes import wait_until
 
 
@@ -78,3 +79,30 @@ def test_a_dropped_subscription_tells_every_listener_and_comes_back(
         heard = listener.get(0.2)
     assert heard == {"seq": 1}
     assert wait_until(lambda: any(entry["name"] == name for entry in publisher.client_list()), timeout=5)
+
+
+def test_a_waiting_listeners_direct_handler_takes_messages_and_a_failing_one_leaves_them_queued(
+    named: tuple[Fanout, redis.Redis, str],
+) -> None:
+    fanout, publisher, _ = named
+    channel = _channel()
+    listener = fanout.listen(channel)
+    handled: list[Message] = []
+
+    def take_directly(message: Message) -> bool:
+        handled.append(message)
+        return True
+
+    def fail(message: Message) -> bool:
+        raise KeyError("seq")
+
+    def publish_soon(seq: int) -> None:
+        threading.Timer(0.3, lambda: publisher.publish(channel, json.dumps({"seq": seq}))).start()
+
+    publish_soon(1)
+    assert listener.take(2.0, direct=take_directly) is None  # taken by the handler: nobody was woken
+    assert handled == [{"seq": 1}]
+    publish_soon(2)
+    assert listener.take(5.0, direct=fail) == [{"seq": 2}]  # the reader lived on, and the message waited
+    publisher.publish(channel, json.dumps({"seq": 3}))
+    assert _next(listener) == {"seq": 3}
