@@ -97,9 +97,8 @@ def _rounds(
         heard = sorted(arrival - sent for arrival in arrivals if arrival is not None)
         latencies += heard
         if heard:
-            print(
-                f"round {index + 1}: first {_ms(heard[0])}, median {_ms(statistics.median(heard))}, last {_ms(heard[-1])}"
-            )
+            spread = f"first {_ms(heard[0])}, median {_ms(statistics.median(heard))}, last {_ms(heard[-1])}"
+            print(f"round {index + 1}: {spread}")
         reached += len(heard)
         expected += live
         print(f"round {index + 1}: approval.decided reached {len(heard)}/{live}", flush=True)
