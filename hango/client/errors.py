@@ -57,7 +57,6 @@ class ProblemError(ClientError):
             body,
         )
 
-
     @classmethod
     def not_found(cls, detail: str) -> ProblemError:
         """A 404 the client concludes itself, shaped as the server's (see :meth:`Client.get_approval`)."""
