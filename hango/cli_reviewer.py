@@ -8,6 +8,7 @@ human-readable by default; ``--json`` prints JSON only (one document, or JSON Li
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -42,6 +43,8 @@ def connection_options(command: F) -> F:
 @contextmanager
 def connected(url: str, token: str) -> Iterator[Client]:
     """A client of the server; a refusal or a network failure becomes exit status 1 with the reason on stderr."""
+    # httpx logs every request at INFO: a reviewer's terminal shows the answers, not a log line per request.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         with Client(url, token) as client:
             yield client
