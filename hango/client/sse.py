@@ -31,6 +31,10 @@ class SseParser:
     retry_seconds: float | None = None
     _type: str = ""
     _data: list[str] = field(default_factory=list)
+    _id: str | None = None  # the id of the event being read; the resume point only once the event is complete
+
+    def __post_init__(self) -> None:
+        self._id = self.last_id
 
     def feed(self, line: str) -> Event | None:
         """Take one line (without its end); returns the event a blank line completes, else ``None``."""
@@ -45,17 +49,17 @@ class SseParser:
         elif name == "event":
             self._type = value
         elif name == "id" and "\0" not in value:
-            self.last_id = value
+            self._id = value
         elif name == "retry" and value.isascii() and value.isdigit():
             self.retry_seconds = int(value) / 1000
         return None
 
     def discard_partial(self) -> None:
         """Forget an event not yet complete: one cut short by a dropped connection is never dispatched."""
-        self._type, self._data = "", []
+        self._type, self._data, self._id = "", [], self.last_id
 
     def _dispatch(self) -> Event | None:
-        kind, data = self._type or "message", self._data
+        kind, data, self.last_id = self._type or "message", self._data, self._id
         self._type, self._data = "", []
         if not data:
             return None

@@ -4,6 +4,8 @@ with ``Last-Event-ID`` after the connection drops."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +17,7 @@ from hango.client import Client, Event, ProblemError, Run, TransportError
 from hango.config import Settings
 from tests.integration.conftest import TenantFixture
 from tests.integration.hitl_helpers import MEMORY, suspended_run, write_memory
-from tests.support.processes import api_server, free_port, wait_until
+from tests.support.processes import ROOT, api_server, free_port, settings_env, wait_until
 from tests.support.proxy import cutting_proxy
 
 pytestmark = pytest.mark.usefixtures("worker_process")
@@ -159,6 +161,15 @@ def test_the_approval_stream_resumes_after_an_event_already_seen(
     assert decided["data"]["id"] == requested["data"]["id"]
     assert decided["data"]["state"] == "decided"
     assert int(str(decided["id"])) > int(str(requested["id"]))
+
+
+def test_the_quickstart_tour_plays_through_the_client(settings: Settings, base: str, tenant: TenantFixture) -> None:
+    tour = [sys.executable, str(ROOT / "deploy" / "tour.py"), base, tenant.owner.token]
+    played = subprocess.run(tour, env=settings_env(settings), capture_output=True, text=True, timeout=120, check=False)
+    assert played.returncode == 0, played.stderr
+    assert "tries to approve it: HTTP 403 Forbidden" in played.stdout
+    assert "event run.finished" in played.stdout
+    assert "the run is succeeded" in played.stdout
 
 
 def _until(events: Iterator[Event], kind: str) -> list[Event]:
