@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -196,7 +196,7 @@ class Client:
         """Every message of a run, by ``seq``."""
         return _pages(lambda cursor: self.list_messages(run_id, limit=limit, cursor=cursor))
 
-    def run_events(self, run_id: str, *, after: int | str | None = None) -> Iterator[Event]:
+    def run_events(self, run_id: str, *, after: int | str | None = None) -> Generator[Event, None, None]:
         """A run's events: the stored log (after ``after``), then live, ending after ``run.finished``.
 
         A dropped connection is reopened with ``Last-Event-ID``, so no event is lost or repeated.
@@ -246,7 +246,7 @@ class Client:
         body = {"decisions": decisions}
         return cast(DecisionResult, self._request("POST", f"/v1/runs/{run_id}/approvals", json=body))
 
-    def approval_events(self, *, after: str | None = None) -> Iterator[Event]:
+    def approval_events(self, *, after: str | None = None) -> Generator[Event, None, None]:
         """The tenant's live approval queue (requested, decided, expired, cancelled), until the server ends it.
 
         A dropped connection is reopened with ``Last-Event-ID``; ``after`` resumes from an event already seen.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -91,7 +91,7 @@ class ReconnectingStream:
     sleep: Callable[[float], None] = time.sleep
     reconnects: int = 0
 
-    def __iter__(self) -> Iterator[Event]:
+    def __iter__(self) -> Generator[Event, None, None]:
         parser = SseParser(last_id=self.last_id)
         failures = 0
         while True:

@@ -152,12 +152,12 @@ def test_the_approval_stream_resumes_after_an_event_already_seen(
     with Client(base, tenant.owner.token) as hango:
         stream = hango.approval_events()
         (requested,) = _until(stream, "approval.requested")
-        stream.close()  # type: ignore[attr-defined]
+        stream.close()
         assert requested["data"]["run_id"] == run_id
         hango.decide(run_id, [{"tool_call_id": requested["data"]["tool_call_id"], "decision": "approve"}])
         resumed = hango.approval_events(after=requested["id"])
         (decided,) = _until(resumed, "approval.decided")
-        resumed.close()  # type: ignore[attr-defined]
+        resumed.close()
     assert decided["data"]["id"] == requested["data"]["id"]
     assert decided["data"]["state"] == "decided"
     assert int(str(decided["id"])) > int(str(requested["id"]))
