@@ -11,7 +11,7 @@ from typing import Any
 import click
 from sqlalchemy.exc import SQLAlchemyError
 
-from hango import migrate, standalone, tenancy
+from hango import cli_reviewer, migrate, standalone, tenancy
 from hango.config import Settings
 from hango.db import Database
 from hango.errors import ConfigError, HangoError
@@ -225,3 +225,8 @@ def flower_command(ctx: click.Context, port: int, address: str, insecure_no_auth
         _edge("hango.tasks.worker").run_flower(settings, address, port, insecure_no_auth=insecure_no_auth)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+# The reviewers' commands talk to a server through hango.client; they live in their own module.
+main.add_command(cli_reviewer.runs)
+main.add_command(cli_reviewer.approvals)

@@ -1,0 +1,325 @@
+"""The typed client of the hango HTTP API (``hango.client.Client``), on httpx."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Any, TypeVar, cast
+from urllib.parse import quote
+
+import httpx
+
+from hango.client.errors import ProblemError, TransportError
+from hango.client.sse import ReconnectingStream
+from hango.client.types import (
+    Agent,
+    Approval,
+    AuditEvent,
+    CreatedUser,
+    Decision,
+    DecisionResult,
+    Event,
+    File,
+    FileInfo,
+    IssuedToken,
+    Message,
+    Page,
+    Role,
+    Run,
+    User,
+)
+
+T = TypeVar("T")
+Params = dict[str, str | int | None]
+
+# Keep-alives come every HANGO_SSE_KEEPALIVE (15s by default): a stream silent for this long is a dead connection.
+STREAM_READ_TIMEOUT = 60.0
+
+
+class Client:
+    """One tenant's view of a hango server, authenticated by a bearer token.
+
+    Every method returns the decoded JSON typed as in :mod:`hango.client.types`; a refusal raises
+    :class:`ProblemError`, a network failure :class:`TransportError`. ``list_*`` return one page, ``iter_*`` follow
+    ``next_cursor`` through every page, and :meth:`run_events` / :meth:`approval_events` iterate live streams.
+    Use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        *,
+        timeout: float = 30.0,
+        stream_timeout: float = STREAM_READ_TIMEOUT,
+        max_stream_retries: int = 5,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout, transport=transport)
+        self._stream_timeout = httpx.Timeout(timeout, read=stream_timeout)
+        self._max_stream_retries = max_stream_retries
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # Operations.
+
+    def health(self) -> dict[str, Any]:
+        """``GET /healthz``: the API process is alive."""
+        return cast(dict[str, Any], self._request("GET", "/healthz"))
+
+    def ready(self) -> dict[str, Any]:
+        """``GET /readyz``: the database and the broker answer (a 503 problem otherwise)."""
+        return cast(dict[str, Any], self._request("GET", "/readyz"))
+
+    def openapi(self) -> dict[str, Any]:
+        """``GET /openapi.json``: the server's OpenAPI document."""
+        return cast(dict[str, Any], self._request("GET", "/openapi.json"))
+
+    # Users and tokens.
+
+    def create_user(self, email: str, role: Role) -> CreatedUser:
+        """Create a user of the tenant (owner, admin); the answer holds its first token, shown only here."""
+        return cast(CreatedUser, self._request("POST", "/v1/users", json={"email": email, "role": role}))
+
+    def list_users(self, *, limit: int | None = None, cursor: str | None = None) -> Page[User]:
+        """One page of the tenant's users (owner, admin)."""
+        return cast(Page[User], self._request("GET", "/v1/users", params=_page(limit, cursor)))
+
+    def iter_users(self, *, limit: int | None = None) -> Iterator[User]:
+        """Every user of the tenant, page after page."""
+        return _pages(lambda cursor: self.list_users(limit=limit, cursor=cursor))
+
+    def create_token(self, user_id: str) -> IssuedToken:
+        """Issue another token for a user."""
+        return cast(IssuedToken, self._request("POST", f"/v1/users/{user_id}/tokens"))
+
+    def revoke_token(self, token_id: str) -> None:
+        """Revoke a token: it is refused at once."""
+        self._request("DELETE", f"/v1/tokens/{token_id}")
+
+    # Agents and their files.
+
+    def create_agent(self, config: dict[str, Any]) -> Agent:
+        """Create an agent from its configuration (owner, admin)."""
+        return cast(Agent, self._request("POST", "/v1/agents", json=config))
+
+    def get_agent(self, agent_id: str) -> Agent:
+        """One agent."""
+        return cast(Agent, self._request("GET", f"/v1/agents/{agent_id}"))
+
+    def replace_agent(self, agent_id: str, config: dict[str, Any]) -> Agent:
+        """Replace an agent's configuration whole (owner, admin); runs already created keep their snapshot."""
+        return cast(Agent, self._request("PUT", f"/v1/agents/{agent_id}", json=config))
+
+    def list_agents(self, *, limit: int | None = None, cursor: str | None = None) -> Page[Agent]:
+        """One page of the tenant's agents."""
+        return cast(Page[Agent], self._request("GET", "/v1/agents", params=_page(limit, cursor)))
+
+    def iter_agents(self, *, limit: int | None = None) -> Iterator[Agent]:
+        """Every agent of the tenant."""
+        return _pages(lambda cursor: self.list_agents(limit=limit, cursor=cursor))
+
+    def list_files(
+        self, agent_id: str, *, prefix: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> Page[FileInfo]:
+        """One page of an agent's ``/memories/`` and ``/skills/`` files, optionally under ``prefix``."""
+        params = {**_page(limit, cursor), "prefix": prefix}
+        return cast(Page[FileInfo], self._request("GET", f"/v1/agents/{agent_id}/files", params=params))
+
+    def iter_files(self, agent_id: str, *, prefix: str | None = None, limit: int | None = None) -> Iterator[FileInfo]:
+        """Every file of an agent, optionally under ``prefix``."""
+        return _pages(lambda cursor: self.list_files(agent_id, prefix=prefix, limit=limit, cursor=cursor))
+
+    def read_file(self, agent_id: str, path: str) -> File:
+        """One of an agent's files by its absolute path, e.g. ``/memories/AGENTS.md``."""
+        return cast(File, self._request("GET", _file_url(agent_id, path)))
+
+    def write_file(self, agent_id: str, path: str, content: str) -> File:
+        """Create or replace one of an agent's files (owner, admin)."""
+        return cast(File, self._request("PUT", _file_url(agent_id, path), json={"content": content}))
+
+    def delete_file(self, agent_id: str, path: str) -> None:
+        """Delete one of an agent's files (owner, admin)."""
+        self._request("DELETE", _file_url(agent_id, path))
+
+    # Runs.
+
+    def create_run(
+        self, agent_id: str, input: str | None = None, *, messages: list[dict[str, Any]] | None = None
+    ) -> Run:
+        """Start a run of an agent on a text ``input`` or on ``messages``; it is answered ``queued``."""
+        body: dict[str, Any] = {"agent_id": agent_id}
+        if input is not None:
+            body["input"] = input
+        if messages is not None:
+            body["messages"] = messages
+        return cast(Run, self._request("POST", "/v1/runs", json=body))
+
+    def get_run(self, run_id: str) -> Run:
+        """One run."""
+        return cast(Run, self._request("GET", f"/v1/runs/{run_id}"))
+
+    def list_runs(self, *, state: str | None = None, limit: int | None = None, cursor: str | None = None) -> Page[Run]:
+        """One page of runs, newest first (a member's own runs only), optionally in one ``state``."""
+        params = {**_page(limit, cursor), "state": state}
+        return cast(Page[Run], self._request("GET", "/v1/runs", params=params))
+
+    def iter_runs(self, *, state: str | None = None, limit: int | None = None) -> Iterator[Run]:
+        """Every run visible to the caller, newest first."""
+        return _pages(lambda cursor: self.list_runs(state=state, limit=limit, cursor=cursor))
+
+    def cancel_run(self, run_id: str) -> Run:
+        """Cancel a run (its creator, owner, admin); a terminal run is a 409."""
+        return cast(Run, self._request("POST", f"/v1/runs/{run_id}/cancel"))
+
+    def list_messages(self, run_id: str, *, limit: int | None = None, cursor: str | None = None) -> Page[Message]:
+        """One page of a run's messages, by ``seq``."""
+        params = _page(limit, cursor)
+        return cast(Page[Message], self._request("GET", f"/v1/runs/{run_id}/messages", params=params))
+
+    def iter_messages(self, run_id: str, *, limit: int | None = None) -> Iterator[Message]:
+        """Every message of a run, by ``seq``."""
+        return _pages(lambda cursor: self.list_messages(run_id, limit=limit, cursor=cursor))
+
+    def run_events(self, run_id: str, *, after: int | str | None = None) -> Generator[Event, None, None]:
+        """A run's events: the stored log (after ``after``), then live, ending after ``run.finished``.
+
+        A dropped connection is reopened with ``Last-Event-ID``, so no event is lost or repeated.
+        """
+        stream = self._stream(f"/v1/runs/{run_id}/events", after, lambda event: event["type"] == "run.finished")
+        return iter(stream)
+
+    # Approvals.
+
+    def list_run_approvals(
+        self, run_id: str, *, state: str = "pending", limit: int | None = None, cursor: str | None = None
+    ) -> Page[Approval]:
+        """One page of a run's approvals, oldest first; ``state`` ``all`` for every state."""
+        params = {**_page(limit, cursor), "state": state}
+        return cast(Page[Approval], self._request("GET", f"/v1/runs/{run_id}/approvals", params=params))
+
+    def iter_run_approvals(
+        self, run_id: str, *, state: str = "pending", limit: int | None = None
+    ) -> Iterator[Approval]:
+        """Every approval of a run in ``state``, oldest first."""
+        return _pages(lambda cursor: self.list_run_approvals(run_id, state=state, limit=limit, cursor=cursor))
+
+    def list_approvals(
+        self, *, state: str = "pending", limit: int | None = None, cursor: str | None = None
+    ) -> Page[Approval]:
+        """One page of the tenant's approval queue, oldest first (a member's: their own runs')."""
+        params = {**_page(limit, cursor), "state": state}
+        return cast(Page[Approval], self._request("GET", "/v1/approvals", params=params))
+
+    def iter_approvals(self, *, state: str = "pending", limit: int | None = None) -> Iterator[Approval]:
+        """Every approval of the tenant in ``state``, oldest first."""
+        return _pages(lambda cursor: self.list_approvals(state=state, limit=limit, cursor=cursor))
+
+    def get_approval(self, approval_id: str) -> Approval:
+        """One approval by id, in any state.
+
+        The server has no endpoint for one approval, so this walks the tenant's list (``state=all``, 200 a page)
+        and raises the 404 problem the server would when the caller sees no approval by that id.
+        """
+        for approval in self.iter_approvals(state="all", limit=200):
+            if approval["id"] == approval_id:
+                return approval
+        raise ProblemError.not_found(f"no approval {approval_id} is visible to this token")
+
+    def decide(self, run_id: str, decisions: list[Decision]) -> DecisionResult:
+        """Decide every pending call of a suspended run in one request (owner, admin; never a member)."""
+        body = {"decisions": decisions}
+        return cast(DecisionResult, self._request("POST", f"/v1/runs/{run_id}/approvals", json=body))
+
+    def approval_events(self, *, after: str | None = None) -> Generator[Event, None, None]:
+        """The tenant's live approval queue (requested, decided, expired, cancelled), until the server ends it.
+
+        A dropped connection is reopened with ``Last-Event-ID``; ``after`` resumes from an event already seen.
+        """
+        return iter(self._stream("/v1/approvals/events", after, lambda event: False))
+
+    # Audit.
+
+    def list_audit_events(
+        self,
+        *,
+        action: str | None = None,
+        target_kind: str | None = None,
+        target_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[AuditEvent]:
+        """One page of the tenant's audit trail, newest first (owner, admin)."""
+        params = {**_page(limit, cursor), "action": action, "target_kind": target_kind, "target_id": target_id}
+        return cast(Page[AuditEvent], self._request("GET", "/v1/audit-events", params=params))
+
+    def iter_audit_events(
+        self,
+        *,
+        action: str | None = None,
+        target_kind: str | None = None,
+        target_id: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[AuditEvent]:
+        """Every audit row matching the filters, newest first."""
+        return _pages(
+            lambda cursor: self.list_audit_events(
+                action=action, target_kind=target_kind, target_id=target_id, limit=limit, cursor=cursor
+            )
+        )
+
+    # The wire.
+
+    def _request(self, method: str, path: str, *, params: Params | None = None, json: Any = None) -> Any:
+        query = {key: value for key, value in (params or {}).items() if value is not None}
+        try:
+            response = self._http.request(method, path, params=query, json=json)
+        except httpx.TransportError as error:
+            raise TransportError(f"{method} {self.base_url}{path}: {error}") from error
+        if response.is_error:
+            raise ProblemError.from_response(response)
+        return response.json() if response.content else None
+
+    def _stream(self, path: str, after: int | str | None, is_last: Callable[[Event], bool]) -> ReconnectingStream:
+        def open_stream(last_id: str | None) -> AbstractContextManager[httpx.Response]:
+            headers = {"Accept": "text/event-stream"}
+            if last_id is not None:
+                headers["Last-Event-ID"] = last_id
+            return self._http.stream("GET", path, headers=headers, timeout=self._stream_timeout)
+
+        last_id = None if after is None else str(after)
+        return ReconnectingStream(open_stream, last_id, max_retries=self._max_stream_retries, is_last=is_last)
+
+
+def _page(limit: int | None, cursor: str | None) -> Params:
+    return {"limit": limit, "cursor": cursor}
+
+
+def _pages(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
+    """Every item of a list, fetching the next page only when the previous one is used up."""
+    cursor: str | None = None
+    while True:
+        page = fetch(cursor)
+        yield from page["items"]
+        cursor = page["next_cursor"]
+        if not cursor:
+            return
+
+
+def _file_url(agent_id: str, path: str) -> str:
+    return f"/v1/agents/{agent_id}/files/{quote(path.lstrip('/'))}"

@@ -1,0 +1,177 @@
+"""The shapes the hango API answers with, as TypedDicts: the decoded JSON itself, typed for readers and mypy."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Literal, NotRequired, Required, TypedDict, TypeVar
+
+T = TypeVar("T")
+
+Role = Literal["owner", "admin", "member"]
+RunState = Literal["queued", "running", "awaiting_approval", "succeeded", "failed", "cancelled"]
+ApprovalState = Literal["pending", "decided", "expired", "cancelled"]
+DecisionKind = Literal["approve", "edit", "reject", "respond"]
+
+
+class Page(TypedDict, Generic[T]):
+    """One page of a list: its items and the cursor of the next page (``None`` on the last)."""
+
+    items: list[T]
+    next_cursor: str | None
+
+
+class User(TypedDict):
+    """A member of the tenant."""
+
+    id: str
+    email: str
+    role: Role
+    created_at: str
+
+
+class CreatedUser(TypedDict):
+    """A user just created, with its first token (shown only in this answer)."""
+
+    id: str
+    email: str
+    role: Role
+    token: str
+
+
+class IssuedToken(TypedDict):
+    """A token just issued (its secret is shown only in this answer)."""
+
+    id: str
+    token: str
+
+
+class Agent(TypedDict, total=False):
+    """An agent definition as the API shows it, with its merged interrupt rules."""
+
+    id: Required[str]
+    name: Required[str]
+    system_prompt: str
+    model: dict[str, Any]
+    tools: list[str]
+    interrupt_on: dict[str, Any] | None
+    subagents: list[dict[str, Any]]
+    max_turns: int
+    max_tokens: int | None
+    effective_interrupt_on: dict[str, Any]
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class Usage(TypedDict):
+    """Tokens used by a run's model calls."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+class Run(TypedDict):
+    """A run of an agent."""
+
+    id: str
+    agent_id: str
+    state: RunState
+    created_by: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    awaiting_since: str | None
+    error: str | None
+    turn: int
+    usage: NotRequired[Usage]
+
+
+class Message(TypedDict):
+    """One message of a run, by its sequence number."""
+
+    seq: int
+    role: Literal["user", "assistant", "tool"]
+    content: list[dict[str, Any]]
+    subagent_call_id: str | None
+
+
+class Approval(TypedDict):
+    """A tool call that waits for (or had) a human decision."""
+
+    id: str
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    allowed_decisions: list[DecisionKind]
+    state: ApprovalState
+    subagent_call_id: str | None
+    created_at: str
+    expires_at: str
+    decision: DecisionKind | None
+    decision_args: dict[str, Any] | None
+    decision_message: str | None
+    decided_by: str | None
+    decided_at: str | None
+
+
+class Decision(TypedDict, total=False):
+    """One decision of ``POST /v1/runs/{id}/approvals``: a call named by ``tool_call_id`` or ``approval_id``."""
+
+    tool_call_id: str
+    approval_id: str
+    decision: Required[DecisionKind]
+    args: dict[str, Any]
+    message: str
+
+
+class DecisionResult(TypedDict):
+    """The run as the decisions committed it (``queued``), and the approvals they decided."""
+
+    run: Run
+    approvals: list[Approval]
+
+
+class FileInfo(TypedDict):
+    """One of an agent's persistent files, without its content."""
+
+    path: str
+    size: int
+    updated_at: str
+
+
+class File(TypedDict):
+    """One of an agent's persistent files, with its content."""
+
+    path: str
+    content: str
+    updated_at: str
+
+
+class AuditEvent(TypedDict):
+    """One row of the tenant's audit trail."""
+
+    id: str
+    actor_kind: str
+    actor_id: str | None
+    action: str
+    target_kind: str
+    target_id: str | None
+    outcome: str
+    detail: dict[str, Any]
+    trace_id: str | None
+    created_at: str
+
+
+class FieldError(TypedDict):
+    """One invalid field of a 400 problem document."""
+
+    field: str
+    message: str
+
+
+class Event(TypedDict):
+    """One Server-Sent Event: its id (a run's sequence number, or the tenant stream's opaque id), type and data."""
+
+    id: str | None
+    type: str
+    data: Any

@@ -1,0 +1,163 @@
+"""The reviewers' commands (``hango runs …``, ``hango approvals …``) as a reviewer runs them: real ``hango``
+processes against a real gunicorn server and worker; their output, their ``--json`` and their exit statuses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from hango.config import Settings
+from tests.integration.conftest import Person, TenantFixture, create_agent
+from tests.integration.hitl_helpers import finished, pending, suspended_run, tool_results, write_memory
+from tests.support.processes import HANGO, api_server, settings_env
+
+pytestmark = pytest.mark.usefixtures("worker_process")
+
+
+@pytest.fixture(scope="module")
+def base(settings: Settings) -> Iterator[str]:
+    """One real API server for the module."""
+    with api_server(settings) as url:
+        yield url
+
+
+@pytest.fixture
+def hango(settings: Settings, base: str) -> Any:
+    """Runs ``hango ARGS`` as ``person`` against the server (HANGO_URL and HANGO_TOKEN in its environment)."""
+
+    def run(person: Person, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**settings_env(settings), "HANGO_URL": base, "HANGO_TOKEN": person.token}
+        return subprocess.run([*HANGO, *args], env=env, capture_output=True, text=True, timeout=120, check=False)
+
+    return run
+
+
+def _two_writes(client: FlaskClient, tenant: TenantFixture) -> str:
+    calls = [write_memory("a", call_id="call_a"), {**write_memory("b", call_id="call_b")}]
+    calls[1]["args"] = {"file_path": "/memories/b.md", "content": "b"}
+    return suspended_run(client, tenant, [{"text": "Saving.", "tool_calls": calls}, {"text": "Ok"}])
+
+
+def test_a_reviewer_lists_shows_and_decides_several_calls_in_one_command(
+    hango: Any, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    run_id = _two_writes(client, tenant)
+    listed = hango(tenant.owner, "approvals", "list", "--run", run_id, "--json")
+    assert listed.returncode == 0, listed.stderr
+    items = json.loads(listed.stdout)
+    assert items == pending(client, tenant.owner, run_id)
+    assert sorted(item["tool_call_id"] for item in items) == ["call_a", "call_b"]  # one batch: one created_at
+
+    table = hango(tenant.owner, "approvals", "list")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[0].split() == ["ID", "RUN", "TOOL", "CALL", "STATE", "CREATED", "ARGUMENTS"]
+    assert all(item["id"] in table.stdout for item in items)
+
+    b = next(item for item in items if item["tool_call_id"] == "call_b")
+    shown = hango(tenant.owner, "approvals", "show", b["id"], "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == b
+    human = hango(tenant.owner, "approvals", "show", b["id"])
+    assert "tool_name:         write_file" in human.stdout
+    assert "/memories/b.md" in human.stdout
+
+    decided = hango(
+        tenant.owner, "approvals", "decide", run_id, "--approve", "call_a", "--reject", "call_b", "--message", "no b"
+    )
+    assert decided.returncode == 0, decided.stderr
+    assert f"run {run_id}  queued" in decided.stdout
+    assert finished(client, tenant.owner, run_id)["state"] == "succeeded"
+    results = tool_results(client, tenant.owner, run_id)
+    assert results["call_a"]["is_error"] is False
+    assert "no b" in results["call_b"]["content"]
+
+
+def test_decide_json_prints_the_result_only(hango: Any, client: FlaskClient, tenant: TenantFixture) -> None:
+    run_id = _two_writes(client, tenant)
+    edit = json.dumps({"file_path": "/memories/b.md", "content": "edited"})
+    decided = hango(
+        tenant.owner, "approvals", "decide", run_id, "--json", "--respond", "call_a", "--message", "42",
+        "--edit", "call_b", "--args", edit,
+    )  # fmt: skip
+    assert decided.returncode == 0, decided.stderr
+    result = json.loads(decided.stdout)
+    assert result["run"]["state"] == "queued"
+    assert {(a["tool_call_id"], a["decision"]) for a in result["approvals"]} == {
+        ("call_a", "respond"),
+        ("call_b", "edit"),
+    }
+
+
+def test_a_refused_decision_exits_1_with_the_problem_on_stderr(
+    hango: Any, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    member = tenant.add("member")
+    run_id = suspended_run(client, tenant, [{"text": "Saving.", "tool_calls": [write_memory(call_id="c1")]}], by=member)
+
+    as_member = hango(member, "approvals", "decide", run_id, "--approve", "c1")
+    assert as_member.returncode == 1
+    assert as_member.stdout == ""
+    assert as_member.stderr.startswith("error: 403 ")
+
+    unknown = hango(tenant.owner, "approvals", "decide", run_id, "--approve", "nope")
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("error: 400 ")
+    assert "\n  decisions[0].tool_call_id: no pending call" in unknown.stderr
+
+    bad_args = hango(tenant.owner, "approvals", "decide", run_id, "--edit", "c1", "--args", '{"file_path": 3}')
+    assert bad_args.returncode == 1
+    assert "  decisions[0].args" in bad_args.stderr  # each field error on a line of its own
+
+    assert [a["state"] for a in pending(client, tenant.owner, run_id)] == ["pending"]  # nothing was stored
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--reject", "c1"],  # no --message
+        ["--edit", "c1", "--args", "{not json"],
+        ["--edit", "c1", "--args", "[1, 2]"],
+        ["--approve"],
+        [],
+        ["--maybe", "c1"],
+    ],
+)
+def test_bad_usage_exits_2_and_sends_nothing(
+    hango: Any, client: FlaskClient, tenant: TenantFixture, args: list[str]
+) -> None:
+    run_id = str(uuid.uuid4())  # never asked: the command stops before any request
+    result = hango(tenant.owner, "approvals", "decide", run_id, *args)
+    assert result.returncode == 2, result.stderr
+    assert "Usage:" in result.stderr
+    assert result.stdout == ""
+
+
+def test_without_a_token_the_command_is_a_usage_error(settings: Settings, base: str) -> None:
+    env = {**settings_env(settings), "HANGO_URL": base}
+    result = subprocess.run([*HANGO, "approvals", "list"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "--token" in result.stderr
+
+
+def test_runs_create_watch_prints_the_events_until_the_run_finishes(
+    hango: Any, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    agent_id = create_agent(client, tenant.owner, [{"text": "Hello."}])
+    created = hango(tenant.owner, "runs", "create", "--agent", agent_id, "--input", "hi", "--watch", "--json")
+    assert created.returncode == 0, created.stderr
+    run, *events = [json.loads(line) for line in created.stdout.splitlines()]
+    assert run["state"] == "queued"
+    assert run["agent_id"] == agent_id
+    assert events[0]["type"] == "run.queued"
+    assert events[-1]["type"] == "run.finished"
+    assert events[-1]["data"]["state"] == "succeeded"
+
+    watched = hango(tenant.owner, "runs", "watch", run["id"])
+    assert watched.returncode == 0, watched.stderr
+    assert [line.split()[1] for line in watched.stdout.splitlines()] == [event["type"] for event in events]
