@@ -16,6 +16,7 @@
     agents: new Map(), // agent id -> Promise of the agent
     pending: new Map(), // approval id -> approval item
     staged: new Map(), // run id -> Map(tool call id -> decision)
+    drawing: null, // the timer of the next drawing of new cards
     abort: null,
   };
 
@@ -211,10 +212,20 @@
     empty.hidden = only ? true : page.pending.size > 0;
   }
 
+  // The stream replays the tenant's retained log before it goes live, so most requests it brings are decided a
+  // few events later: a card is drawn only once its approval is still pending after the burst that brought it.
   function upsert(list, item) {
     if (page.pending.has(item.id)) return;
     page.pending.set(item.id, item);
-    list.append(render(item));
+    if (!page.drawing) page.drawing = setTimeout(() => draw(list), 150);
+  }
+
+  function draw(list) {
+    page.drawing = null;
+    for (const item of page.pending.values()) {
+      if (!list.querySelector(`article[data-approval="${item.id}"]`)) list.append(render(item));
+    }
+    refreshEmpty(list, list.querySelector(".empty"), list.getAttribute("aria-label") === "Approval");
   }
 
   function remove(list, item) {
