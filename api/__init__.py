@@ -9,7 +9,7 @@ from flask import Flask
 from opentelemetry.instrumentation.flask import FlaskInstrumentor
 
 from hango import __version__
-from hango.api import agents, approvals, audit, audit_events, auth, files, metrics, ops, problems, runs, users
+from hango.api import agents, approvals, audit, audit_events, auth, files, inbox, metrics, ops, problems, runs, users
 from hango.api.context import Services
 from hango.api.parsing import Api
 from hango.config import Settings
@@ -50,6 +50,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
     api = Api(app)
     for blueprint in _BLUEPRINTS:
         api.register_blueprint(blueprint)
+    app.register_blueprint(inbox.blp)
     ops.register(app)
     auth.register(app)
     audit.register(app)

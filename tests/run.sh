@@ -8,7 +8,8 @@
 #      pyproject.toml changed since the last install (their hash is kept in .venv/.hango-dev-install).
 #   2. Programs the tests need beyond Python packages: promtool (the alerting rules' tests), taken from PATH or
 #      .venv/bin, else extracted into .venv/bin from Debian's prometheus package (`apt-get download`, so nothing is
-#      installed system-wide and no Prometheus server gets started).
+#      installed system-wide and no Prometheus server gets started); Debian's chromium (the inbox's browser tests),
+#      installed with apt-get when /usr/bin/chromium is missing.
 #   3. PostgreSQL and Redis started when they are installed but down (deploy/local-services.sh), unless
 #      HANGO_TEST_ADMIN_URL / HANGO_TEST_REDIS_URL point the tests elsewhere.
 # Whatever the tests and their processes write to a temporary folder (pytest's tmp_path, process logs, Celery beat
@@ -108,6 +109,18 @@ if ! command -v promtool >/dev/null && [ ! -x "$venv/bin/promtool" ]; then
   command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || { echo "error: promtool is missing: $promtool_hint" >&2; exit 1; }
   echo "installing promtool into $venv/bin from Debian's prometheus package" >&2
   install_promtool || { echo "error: could not get promtool with apt-get download prometheus: $promtool_hint" >&2; exit 1; }
+fi
+
+# Chromium for the inbox's browser tests: Debian's package (Playwright drives /usr/bin/chromium; its own browser
+# download cannot be used here), installed with apt-get when missing.
+chromium_hint="install Debian's chromium (apt-get install chromium) as root"
+if [ ! -x /usr/bin/chromium ]; then
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || { echo "error: chromium is missing: $chromium_hint" >&2; exit 1; }
+  echo "installing chromium with apt-get (the inbox's browser tests)" >&2
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || { echo "error: apt-get install chromium failed: $chromium_hint" >&2; exit 1; }
+  fi
 fi
 
 # 3. Services.

@@ -1,0 +1,548 @@
+// The reviewers' inbox. Plain script, no build, no dependencies: it talks to hango's API with the token kept in
+// sessionStorage (this tab only), follows the tenant approvals stream for what arrives and what goes, and decides
+// through POST /v1/runs/{id}/approvals. Everything it shows comes through the API, scoped by the token.
+"use strict";
+
+(() => {
+  const TOKEN = "hango.inbox.token";
+  const MEMBER_REASON = "Members cannot decide approvals: an owner or admin of the tenant decides them.";
+  const PERSISTENT = ["/memories/", "/skills/"];
+  const MAX_DIFF_LINES = 4000;
+
+  const page = {
+    manager: false,
+    users: new Map(), // user id -> email (owners and admins may list users)
+    runs: new Map(), // run id -> Promise of the run
+    agents: new Map(), // agent id -> Promise of the agent
+    pending: new Map(), // approval id -> approval item
+    staged: new Map(), // run id -> Map(tool call id -> decision)
+    drawing: null, // the timer of the next drawing of new cards
+    abort: null,
+  };
+
+  class Problem extends Error {
+    constructor(status, body) {
+      super((body && (body.detail || body.title)) || `the server answered ${status}`);
+      this.status = status;
+      this.body = body || {};
+    }
+  }
+
+  const $ = (id) => document.getElementById(id);
+
+  function element(tag, attributes = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes)) {
+      if (value === false || value === null || value === undefined) continue;
+      if (name === "text") node.textContent = value;
+      else node.setAttribute(name, value === true ? "" : value);
+    }
+    for (const child of children) if (child !== null && child !== undefined) node.append(child);
+    return node;
+  }
+
+  const token = () => sessionStorage.getItem(TOKEN);
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  async function call(method, path, body) {
+    const init = { method, headers: { Authorization: `Bearer ${token()}` } };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(path, init);
+    const text = await response.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = { detail: text.slice(0, 300) };
+    }
+    if (response.status === 401) signOut("The token was refused or has been revoked.");
+    if (!response.ok) throw new Problem(response.status, data);
+    return data;
+  }
+
+  async function everyPage(path, most = 2000) {
+    const items = [];
+    let cursor = null;
+    do {
+      const joiner = path.includes("?") ? "&" : "?";
+      const found = await call("GET", cursor ? `${path}${joiner}cursor=${encodeURIComponent(cursor)}` : path);
+      items.push(...found.items);
+      cursor = found.next_cursor;
+    } while (cursor && items.length < most);
+    return items;
+  }
+
+  // Server-Sent Events over fetch (EventSource cannot send a bearer token), resumed with Last-Event-ID.
+  // ``onEvent`` returns true when the stream has said its last word.
+  async function follow(path, onEvent, signal) {
+    let last = null;
+    while (!signal.aborted) {
+      try {
+        const headers = { Authorization: `Bearer ${token()}`, Accept: "text/event-stream" };
+        if (last) headers["Last-Event-ID"] = last;
+        const response = await fetch(path, { headers, signal });
+        if (response.status === 401) return signOut("The token was refused or has been revoked.");
+        if (!response.ok) throw new Problem(response.status, null);
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end;
+          while ((end = buffer.indexOf("\n\n")) >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const event = parseEvent(block);
+            if (event.id) last = event.id;
+            if (event.type && event.data !== null && onEvent(event.type, event.data)) return;
+          }
+        }
+      } catch (error) {
+        if (signal.aborted) return;
+      }
+      await sleep(2000);
+    }
+  }
+
+  function parseEvent(block) {
+    const event = { id: null, type: null, data: null };
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (!line || line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const name = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (name === "data") data.push(value);
+      else if (name === "id") event.id = value;
+      else if (name === "event") event.type = value;
+    }
+    if (data.length) event.data = JSON.parse(data.join("\n"));
+    return event;
+  }
+
+  // --- sign-in ---------------------------------------------------------------------------------------------
+
+  function signOut(message = "") {
+    sessionStorage.removeItem(TOKEN);
+    if (page.abort) page.abort.abort();
+    page.pending.clear();
+    page.staged.clear();
+    $("view").hidden = true;
+    $("view").replaceChildren();
+    $("who").hidden = true;
+    $("sign-out").hidden = true;
+    $("sign-in").hidden = false;
+    $("sign-in-error").textContent = message;
+    $("token").focus();
+  }
+
+  async function signIn(event) {
+    event.preventDefault();
+    const value = $("token").value.trim();
+    if (!value) return;
+    sessionStorage.setItem(TOKEN, value);
+    $("token").value = "";
+    await start();
+  }
+
+  async function start() {
+    try {
+      await call("GET", "/v1/approvals?limit=1");
+    } catch (error) {
+      if (error.status !== 401) signOut(error.message);
+      return;
+    }
+    try {
+      for (const user of await everyPage("/v1/users?limit=200")) page.users.set(user.id, user.email);
+      page.manager = true;
+    } catch (error) {
+      if (error.status !== 403) throw error;
+      page.manager = false;
+    }
+    $("sign-in").hidden = true;
+    $("sign-in-error").textContent = "";
+    $("who").hidden = false;
+    $("who").textContent = page.manager ? "Signed in as a reviewer" : "Signed in as a member (read-only)";
+    $("sign-out").hidden = false;
+    $("view").hidden = false;
+    page.abort = new AbortController();
+    const path = location.pathname.replace(/\/+$/, "");
+    const approval = path.match(/^\/inbox\/approvals\/([0-9a-f-]{36})$/);
+    const run = path.match(/^\/inbox\/runs\/([0-9a-f-]{36})$/);
+    if (run) return showRun(run[1]);
+    return showQueue(approval ? approval[1] : null);
+  }
+
+  // --- the queue -------------------------------------------------------------------------------------------
+
+  async function showQueue(only) {
+    const view = $("view");
+    const list = element("section", { "aria-label": only ? "Approval" : "Pending approvals" });
+    view.replaceChildren(element("h2", { text: only ? "Approval" : "Pending approvals" }), list);
+    const empty = element("p", { class: "empty", text: "Nothing waits for a decision." });
+    list.append(empty);
+    const wanted = (item) => !only || item.id === only;
+    const pending = await everyPage("/v1/approvals?state=pending&limit=200");
+    for (const item of pending.filter(wanted)) upsert(list, item);
+    if (only && !page.pending.has(only)) {
+      const found = (await everyPage("/v1/approvals?state=all&limit=200")).find(wanted);
+      list.append(found ? render(found) : element("p", { text: "No such approval is visible to you." }));
+    }
+    refreshEmpty(list, empty, only);
+    setInterval(() => refreshTimes(list), 10_000);
+    follow(
+      "/v1/approvals/events",
+      (type, item) => {
+        if (!wanted(item)) return false;
+        if (item.state === "pending") upsert(list, item);
+        else remove(list, item);
+        refreshEmpty(list, empty, only);
+        return false;
+      },
+      page.abort.signal,
+    );
+  }
+
+  function refreshEmpty(list, empty, only) {
+    empty.hidden = only ? true : page.pending.size > 0;
+  }
+
+  // The stream replays the tenant's retained log before it goes live, so most requests it brings are decided a
+  // few events later: a card is drawn only once its approval is still pending after the burst that brought it.
+  function upsert(list, item) {
+    if (page.pending.has(item.id)) return;
+    page.pending.set(item.id, item);
+    if (!page.drawing) page.drawing = setTimeout(() => draw(list), 150);
+  }
+
+  function draw(list) {
+    page.drawing = null;
+    for (const item of page.pending.values()) {
+      if (!list.querySelector(`article[data-approval="${item.id}"]`)) list.append(render(item));
+    }
+    refreshEmpty(list, list.querySelector(".empty"), list.getAttribute("aria-label") === "Approval");
+  }
+
+  function remove(list, item) {
+    page.pending.delete(item.id);
+    const node = list.querySelector(`article[data-approval="${item.id}"]`);
+    if (!node) return;
+    if (list.getAttribute("aria-label") === "Approval") {
+      node.replaceWith(render(item));
+    } else {
+      node.remove();
+    }
+    const staged = page.staged.get(item.run_id);
+    if (staged) staged.delete(item.tool_call_id);
+  }
+
+  function render(item) {
+    const id = item.id;
+    const article = element("article", { "data-approval": id, "aria-labelledby": `title-${id}` });
+    const created = new Date(item.created_at);
+    const expires = new Date(item.expires_at);
+    const facts = element(
+      "dl",
+      {},
+      element("dt", { text: "Tool" }),
+      element("dd", { text: item.tool_name }),
+      element("dt", { text: "Run" }),
+      element("dd", {}, element("a", { href: `/inbox/runs/${item.run_id}`, text: item.run_id })),
+      element("dt", { text: "Agent" }),
+      element("dd", { "data-field": "agent", text: "…" }),
+      element("dt", { text: "Started by" }),
+      element("dd", { "data-field": "creator", text: "…" }),
+      element("dt", { text: "Waiting" }),
+      element("dd", { "data-field": "age", "data-since": created.toISOString(), text: ago(created) }),
+      element("dt", { text: "Expires" }),
+      element("dd", { "data-field": "expiry", "data-at": expires.toISOString(), text: until(expires) }),
+    );
+    article.append(
+      element("h3", { id: `title-${id}` }, element("a", { href: `/inbox/approvals/${id}`, text: item.tool_name })),
+      facts,
+      element("h4", { text: "Arguments" }),
+      element("pre", { "aria-label": "Arguments as JSON", text: JSON.stringify(item.arguments, null, 2) }),
+    );
+    const diff = element("div", { class: "diff-holder" });
+    const history = element("details", {}, element("summary", { text: "The run's last messages" }));
+    article.append(diff, history);
+    if (item.state === "pending") {
+      article.append(actions(item));
+    } else {
+      article.append(element("p", { text: decidedText(item) }));
+    }
+    describeRun(item, article, diff, history);
+    return article;
+  }
+
+  function decidedText(item) {
+    if (item.state !== "decided") return `This approval is ${item.state}.`;
+    const who = page.users.get(item.decided_by) || item.decided_by;
+    return `Decided: ${item.decision} by ${who}${item.decision_message ? ` (“${item.decision_message}”)` : ""}.`;
+  }
+
+  async function describeRun(item, article, diff, history) {
+    try {
+      const run = await cached(page.runs, item.run_id, () => call("GET", `/v1/runs/${item.run_id}`));
+      const agent = await cached(page.agents, run.agent_id, () => call("GET", `/v1/agents/${run.agent_id}`));
+      article.querySelector('[data-field="agent"]').textContent = agent.name;
+      article.querySelector('[data-field="creator"]').textContent = page.manager
+        ? page.users.get(run.created_by) || run.created_by
+        : "you";
+      if (item.tool_name === "write_file" || item.tool_name === "edit_file") await showDiff(item, run, diff);
+      const messages = await everyPage(`/v1/runs/${item.run_id}/messages?limit=200`);
+      history.append(messageList(messages.slice(-6)));
+    } catch (error) {
+      article.append(element("p", { class: "problem", text: `Could not read the run: ${error.message}` }));
+    }
+  }
+
+  function cached(map, key, load) {
+    if (!map.has(key)) map.set(key, load());
+    return map.get(key);
+  }
+
+  function messageList(messages) {
+    const list = element("ol", { class: "messages" });
+    for (const message of messages) {
+      const text = message.content
+        .map((block) => {
+          if (block.type === "text") return block.text;
+          if (block.type === "tool_use") return `→ ${block.name}(${JSON.stringify(block.input)})`;
+          if (block.type === "tool_result") return `← ${block.content}`;
+          return `[${block.type}]`;
+        })
+        .join("\n");
+      list.append(element("li", {}, element("strong", { text: `${message.role}: ` }), text));
+    }
+    return list;
+  }
+
+  // --- the diff --------------------------------------------------------------------------------------------
+
+  async function showDiff(item, run, holder) {
+    const args = item.arguments;
+    const path = String(args.file_path || "");
+    let before = "";
+    let note = "";
+    if (PERSISTENT.some((prefix) => path.startsWith(prefix))) {
+      try {
+        before = (await call("GET", `/v1/agents/${run.agent_id}/files${path}`)).content;
+      } catch (error) {
+        if (error.status !== 404) throw error;
+        note = "The file does not exist yet.";
+      }
+    } else {
+      note = "Files outside /memories/ and /skills/ belong to the run and cannot be read here: compared with an empty file.";
+    }
+    let after;
+    if (item.tool_name === "write_file") {
+      after = String(args.content ?? "");
+    } else {
+      const old = String(args.old_string ?? "");
+      const replacement = String(args.new_string ?? "");
+      if (!old || !before.includes(old)) {
+        holder.append(element("p", { class: "problem", text: "The text this edit replaces is not in the file now." }));
+        return;
+      }
+      after = args.replace_all ? before.split(old).join(replacement) : before.replace(old, () => replacement);
+    }
+    holder.append(element("h4", { text: `Change to ${path}` }));
+    if (note) holder.append(element("p", { class: "reason", text: note }));
+    holder.append(diffOf(before, after));
+  }
+
+  function diffOf(before, after) {
+    const a = before === "" ? [] : before.split("\n");
+    const b = after === "" ? [] : after.split("\n");
+    const pre = element("pre", { class: "diff", "aria-label": "Diff" });
+    if (a.length + b.length > MAX_DIFF_LINES) {
+      pre.textContent = `Too large to compare here (${a.length} lines now, ${b.length} after).`;
+      return pre;
+    }
+    // Longest common subsequence of lines, then a walk that emits kept, removed and added lines.
+    const rows = a.length + 1;
+    const cols = b.length + 1;
+    const lcs = new Uint32Array(rows * cols);
+    for (let i = a.length - 1; i >= 0; i--) {
+      for (let j = b.length - 1; j >= 0; j--) {
+        lcs[i * cols + j] =
+          a[i] === b[j] ? lcs[(i + 1) * cols + j + 1] + 1 : Math.max(lcs[(i + 1) * cols + j], lcs[i * cols + j + 1]);
+      }
+    }
+    let i = 0;
+    let j = 0;
+    const line = (kind, text) => pre.append(element("span", { class: kind, text: `${text}\n` }));
+    while (i < a.length || j < b.length) {
+      if (i < a.length && j < b.length && a[i] === b[j]) {
+        line("same", `  ${a[i++]}`);
+        j++;
+      } else if (j < b.length && (i === a.length || lcs[i * cols + j + 1] >= lcs[(i + 1) * cols + j])) {
+        line("add", `+ ${b[j++]}`);
+      } else {
+        line("del", `- ${a[i++]}`);
+      }
+    }
+    if (!pre.childNodes.length) pre.textContent = "(no change)";
+    return pre;
+  }
+
+  // --- decisions -------------------------------------------------------------------------------------------
+
+  function actions(item) {
+    const box = element("div", { class: "actions" });
+    const reasonId = `reason-${item.id}`;
+    const form = element("div", { class: "form" });
+    const problem = element("div", { class: "problem", role: "alert" });
+    const labels = { approve: "Approve", edit: "Edit", reject: "Reject", respond: "Respond" };
+    for (const decision of ["approve", "edit", "reject", "respond"]) {
+      if (!item.allowed_decisions.includes(decision)) continue;
+      const button = element("button", {
+        type: "button",
+        disabled: !page.manager,
+        "aria-describedby": page.manager ? null : reasonId,
+        text: labels[decision],
+      });
+      button.addEventListener("click", () => open(item, decision, form, problem));
+      box.append(button);
+    }
+    if (!page.manager) box.append(element("p", { class: "reason", id: reasonId, text: MEMBER_REASON }));
+    box.append(form, problem);
+    return box;
+  }
+
+  function open(item, decision, form, problem) {
+    problem.replaceChildren();
+    if (decision === "approve") return stage(item, { decision: "approve" }, problem);
+    const id = `${decision}-${item.id}`;
+    const isEdit = decision === "edit";
+    const area = element("textarea", { id });
+    area.value = isEdit ? JSON.stringify(item.arguments, null, 2) : "";
+    const submit = element("button", { type: "button", text: isEdit ? "Submit edit" : "Send" });
+    submit.addEventListener("click", () => {
+      problem.replaceChildren();
+      if (!isEdit) return stage(item, { decision, message: area.value }, problem);
+      let args;
+      try {
+        args = JSON.parse(area.value);
+      } catch (error) {
+        return showProblem(problem, { detail: `The arguments are not JSON: ${error.message}` });
+      }
+      return stage(item, { decision: "edit", args }, problem);
+    });
+    form.replaceChildren(element("label", { for: id, text: isEdit ? "Arguments" : "Message" }), area, submit);
+    area.focus();
+  }
+
+  // A run's pending calls are decided together (one POST covers the batch): decisions wait here until every
+  // pending call of the run has one.
+  async function stage(item, decision, problem) {
+    const staged = page.staged.get(item.run_id) || new Map();
+    page.staged.set(item.run_id, staged);
+    staged.set(item.tool_call_id, { tool_call_id: item.tool_call_id, ...decision });
+    const siblings = [...page.pending.values()].filter((other) => other.run_id === item.run_id);
+    const missing = siblings.filter((other) => !staged.has(other.tool_call_id));
+    if (missing.length) {
+      const names = missing.map((other) => other.tool_name).join(", ");
+      problem.append(element("p", { text: `Noted. This run waits on ${missing.length} more call(s): ${names}.` }));
+      return;
+    }
+    const decisions = [...staged.values()];
+    page.staged.delete(item.run_id);
+    try {
+      await call("POST", `/v1/runs/${item.run_id}/approvals`, { decisions });
+      for (const other of siblings) {
+        page.pending.delete(other.id);
+        const node = document.querySelector(`article[data-approval="${other.id}"]`);
+        if (node && node.closest('section[aria-label="Pending approvals"]')) node.remove();
+      }
+    } catch (error) {
+      showProblem(problem, error.body || { detail: error.message });
+    }
+  }
+
+  function showProblem(holder, body) {
+    holder.replaceChildren(element("p", { text: body.detail || body.title || "The decision was refused." }));
+    const errors = Array.isArray(body.errors) ? body.errors : [];
+    if (errors.length) {
+      const list = element("ul", { "aria-label": "Field errors" });
+      for (const error of errors) {
+        list.append(element("li", {}, element("code", { text: error.field || "" }), ` ${error.message || ""}`));
+      }
+      holder.append(list);
+    }
+  }
+
+  // --- times -----------------------------------------------------------------------------------------------
+
+  function span(ms) {
+    const seconds = Math.max(0, Math.round(ms / 1000));
+    if (seconds < 60) return `${seconds} s`;
+    const minutes = Math.round(seconds / 60);
+    if (minutes < 120) return `${minutes} min`;
+    return `${Math.round(minutes / 60)} h`;
+  }
+
+  const ago = (at) => `${span(Date.now() - at.getTime())}`;
+  const until = (at) =>
+    at.getTime() <= Date.now() ? `expired (${at.toLocaleString()})` : `in ${span(at.getTime() - Date.now())} (${at.toLocaleString()})`;
+
+  function refreshTimes(root) {
+    for (const node of root.querySelectorAll('[data-field="age"]')) node.textContent = ago(new Date(node.dataset.since));
+    for (const node of root.querySelectorAll('[data-field="expiry"]')) node.textContent = until(new Date(node.dataset.at));
+  }
+
+  // --- a run -----------------------------------------------------------------------------------------------
+
+  async function showRun(runId) {
+    const view = $("view");
+    let run;
+    try {
+      run = await call("GET", `/v1/runs/${runId}`);
+    } catch (error) {
+      view.replaceChildren(element("p", { class: "problem", text: error.message }));
+      return;
+    }
+    const state = element("dd", { text: run.state });
+    const events = element("ol", { "aria-label": "Events" });
+    const messages = element("section", { "aria-label": "Messages" });
+    view.replaceChildren(
+      element("h2", { text: `Run ${run.id}` }),
+      element("dl", {}, element("dt", { text: "State" }), state),
+      element("h3", { text: "Messages" }),
+      messages,
+      element("h3", { text: "Events" }),
+      events,
+    );
+    const refreshMessages = async () =>
+      messages.replaceChildren(messageList(await everyPage(`/v1/runs/${runId}/messages?limit=200`)));
+    await refreshMessages();
+    follow(
+      `/v1/runs/${runId}/events`,
+      (type, data) => {
+        events.append(element("li", {}, element("code", { text: type }), ` ${summary(data)}`));
+        if (type.startsWith("run.")) state.textContent = type.slice(4);
+        if (type === "message.created" || type === "run.finished" || type.startsWith("tool.")) refreshMessages();
+        return type === "run.finished";
+      },
+      page.abort.signal,
+    );
+  }
+
+  function summary(data) {
+    const text = JSON.stringify(data);
+    return text.length > 160 ? `${text.slice(0, 160)}…` : text;
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("sign-in").addEventListener("submit", signIn);
+    $("sign-out").addEventListener("click", () => signOut());
+    if (token()) start();
+    else signOut();
+  });
+})();

@@ -1,0 +1,193 @@
+"""The reviewers' inbox in headless Chromium (Debian's, driven by Playwright), against a real ``hango api`` and a
+real worker: sign-in, approvals appearing and disappearing live, each decision, a refused edit shown where it
+belongs, a member's read-only view and the diff of a file write.
+
+``HANGO_INBOX_SCREENSHOTS=<folder>`` also saves the screenshots the docs show.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+
+from hango.config import Settings
+from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
+from tests.integration.hitl_helpers import MEMORY, decide, suspended_run, tool_results, write_memory
+from tests.support.processes import api_server
+
+pytestmark = pytest.mark.usefixtures("worker_process")
+CHROMIUM = "/usr/bin/chromium"
+SCRIPT = [{"text": "Saving.", "tool_calls": [write_memory("new line", call_id="w")]}, {"text": "Done."}]
+LIVE = 15_000  # ms: how long the page may take to show what the stream says
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def server(settings: Settings) -> Iterator[str]:
+    with api_server(settings) as base:
+        yield base
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context()
+    opened = context.new_page()
+    yield opened
+    context.close()
+
+
+def _sign_in(page: Page, server: str, person: Person, path: str = "/inbox") -> None:
+    page.goto(server + path)
+    page.get_by_role("textbox", name="Token").fill(person.token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_text("Signed in as")).to_be_visible()
+
+
+def _approval(page: Page, tool: str = "write_file") -> Locator:
+    return page.get_by_role("article").filter(has_text=tool)
+
+
+def _shot(page: Page, name: str) -> None:
+    folder = os.environ.get("HANGO_INBOX_SCREENSHOTS")
+    if folder:
+        page.screenshot(path=str(Path(folder) / name), full_page=True)
+
+
+def test_a_refused_token_stays_signed_out(page: Page, server: str) -> None:
+    page.goto(server + "/inbox")
+    page.get_by_role("textbox", name="Token").fill("hango_not_a_token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("refused")
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+
+
+def test_an_approval_appears_live_and_approving_it_resumes_the_run(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    _sign_in(page, server, tenant.owner)
+    expect(page.get_by_text("Nothing waits for a decision.")).to_be_visible()
+    run_id = start_run(client, tenant.owner, create_agent(client, tenant.owner, SCRIPT))
+    approval = _approval(page)
+    expect(approval).to_be_visible(timeout=LIVE)  # arrived by the tenant stream: the page was not reloaded
+    expect(approval).to_contain_text(run_id)
+    expect(approval).to_contain_text(tenant.owner.email)
+    expect(approval.get_by_label("Arguments as JSON")).to_contain_text('"content": "new line"')
+    _shot(page, "inbox-queue.png")
+    approval.get_by_role("button", name="Approve").click()
+    expect(approval).to_have_count(0, timeout=LIVE)
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+
+
+def test_an_edit_refused_by_the_schema_shows_its_field_errors_and_a_valid_edit_goes_through(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    run_id = suspended_run(client, tenant, SCRIPT)
+    _sign_in(page, server, tenant.owner)
+    approval = _approval(page)
+    approval.get_by_role("button", name="Edit").click()
+    arguments = approval.get_by_role("textbox", name="Arguments")
+    expect(arguments).to_be_focused()
+    assert json.loads(arguments.input_value()) == {"file_path": MEMORY, "content": "new line"}
+    arguments.fill('{"file_path": "/memories/AGENTS.md", "content": 7}')
+    approval.get_by_role("button", name="Submit edit").click()
+    alert = approval.get_by_role("alert")
+    expect(alert.get_by_role("list", name="Field errors")).to_contain_text("content")
+    _shot(page, "inbox-edit-refused.png")
+    assert [item["state"] for item in _pending(client, tenant.owner, run_id)] == ["pending"]
+    arguments.fill('{"file_path": "/memories/AGENTS.md", "content": "edited by a human"}')
+    approval.get_by_role("button", name="Submit edit").click()
+    expect(approval).to_have_count(0, timeout=LIVE)
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    agent_id = client.get(f"/v1/runs/{run_id}", headers=tenant.owner.headers).json["agent_id"]
+    stored = client.get(f"/v1/agents/{agent_id}/files{MEMORY}", headers=tenant.owner.headers)
+    assert stored.json["content"] == "edited by a human"
+
+
+def test_rejecting_with_a_message_tells_the_model(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    run_id = suspended_run(client, tenant, SCRIPT)
+    _sign_in(page, server, tenant.owner)
+    approval = _approval(page)
+    approval.get_by_role("button", name="Reject").click()
+    approval.get_by_role("textbox", name="Message").fill("not in my memory, please")
+    approval.get_by_role("button", name="Send").click()
+    expect(approval).to_have_count(0, timeout=LIVE)
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    assert "not in my memory, please" in tool_results(client, tenant.owner, run_id)["w"]["content"]
+
+
+def test_a_member_sees_their_own_runs_approvals_read_only_and_why(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    member = tenant.add("member")
+    suspended_run(client, tenant, SCRIPT, by=member)
+    _sign_in(page, server, member)
+    approval = _approval(page)
+    expect(approval).to_be_visible()
+    for name in ("Approve", "Edit", "Reject", "Respond"):
+        expect(approval.get_by_role("button", name=name)).to_be_disabled()
+    expect(approval).to_contain_text("Members cannot decide approvals")
+    expect(approval.get_by_role("button", name="Approve")).to_have_accessible_description(
+        "Members cannot decide approvals: an owner or admin of the tenant decides them."
+    )
+    _shot(page, "inbox-member.png")
+
+
+def test_a_file_write_shows_the_diff_against_the_file_now(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    agent_id = create_agent(client, tenant.owner, SCRIPT)
+    written = client.put(
+        f"/v1/agents/{agent_id}/files{MEMORY}", json={"content": "kept\nold line"}, headers=tenant.owner.headers
+    )
+    assert written.status_code == 200, written.json
+    run_id = start_run(client, tenant.owner, agent_id)
+    assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval", "failed"})["state"] == "awaiting_approval"
+    _sign_in(page, server, tenant.owner)
+    diff = _approval(page).get_by_label("Diff")
+    expect(diff).to_contain_text("- kept")
+    expect(diff).to_contain_text("- old line")
+    expect(diff).to_contain_text("+ new line")
+    _shot(page, "inbox-diff.png")
+
+
+def test_an_approval_decided_elsewhere_disappears_live(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    run_id = suspended_run(client, tenant, SCRIPT)
+    _sign_in(page, server, tenant.owner)
+    approval = _approval(page)
+    expect(approval).to_be_visible()
+    assert decide(client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    expect(approval).to_have_count(0, timeout=LIVE)
+
+
+def test_the_page_may_not_be_framed_and_runs_no_inline_script(server: str) -> None:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server}/inbox") as response:  # noqa: S310 (loopback)
+        headers: Any = response.headers
+    assert headers["X-Frame-Options"] == "DENY"
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+
+
+def _pending(client: FlaskClient, person: Person, run_id: str) -> list[dict[str, Any]]:
+    response = client.get(f"/v1/runs/{run_id}/approvals", headers=person.headers)
+    items: list[dict[str, Any]] = response.json["items"]
+    return items
