@@ -46,5 +46,5 @@ if [ "${HANGO_QUICKSTART_EXIT:-0}" = "1" ]; then
   exit 0
 fi
 echo
-echo "hango is serving on http://127.0.0.1:$port (API docs: /docs); data and logs in $data. Press Ctrl-C to stop."
+echo "hango is serving on http://127.0.0.1:$port (reviewers' inbox: /inbox, API docs: /docs); data and logs in $data. Press Ctrl-C to stop."
 wait $server

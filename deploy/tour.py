@@ -1,4 +1,5 @@
-"""A live tour of a running hango: a run pauses for a human, a member is refused, an admin approves, it finishes.
+"""A live tour of a running hango: a run pauses for a human, a member is refused, an admin approves, it finishes;
+then one more run pauses and waits for the reader to decide it in the inbox.
 
 Used by ``deploy/quickstart.sh``; run it yourself with ``python deploy/tour.py http://127.0.0.1:8000 OWNER_TOKEN``.
 Everything goes through :mod:`hango.client`, the typed client of the API.
@@ -13,6 +14,15 @@ import uuid
 
 from hango.client import Client, ClientError, ProblemError
 from hango.client.types import CreatedUser, Decision, Role
+
+EDIT = {
+    "name": "edit_file",
+    "args": {
+        "file_path": "/memories/AGENTS.md",
+        "old_string": "Prefer tea.",
+        "new_string": "Prefer green tea, no sugar.",
+    },
+}
 
 
 def wait_until_ready(base: str) -> None:
@@ -84,6 +94,30 @@ def main(base: str, owner_token: str) -> None:
             print(
                 f"  {row['outcome']:7} by {row['actor_id']} on {row['target_kind']} {row['target_id']} {row['detail']}"
             )
+        _leave_one_for_you(base, owner, admin, member)
+
+
+def _leave_one_for_you(base: str, owner: Client, admin: CreatedUser, member: CreatedUser) -> None:
+    """Pause one more run, an edit of the note just saved, for the newcomer to decide in the inbox."""
+    agent = owner.create_agent(
+        {
+            "name": f"notes-bot-{uuid.uuid4().hex[:6]}",
+            "system_prompt": "You keep notes.",
+            "model": {"provider": "scripted", "script": [{"text": "Updating the note.", "tool_calls": [EDIT]}]},
+            "tools": ["read_file", "edit_file"],
+        }
+    )
+    with Client(base, member["token"]) as as_member:
+        run = as_member.create_run(agent["id"], "Actually, green tea without sugar.")
+        deadline = time.monotonic() + 60
+        while as_member.get_run(run["id"])["state"] != "awaiting_approval":
+            if time.monotonic() > deadline:
+                sys.exit(f"run {run['id']} did not pause for a decision")
+            time.sleep(0.2)
+    say(f"one more run ({run['id']}) waits for a decision: yours. Open the reviewers' inbox")
+    print(f"  {base}/inbox")
+    print(f"  and sign in with the admin's token: {admin['token']}")
+    print(f"  (or: HANGO_URL={base} HANGO_TOKEN=<that token> .venv/bin/hango approvals list)")
 
 
 def _decide(run_id: str, member: Client, admin: Client) -> None:

@@ -170,6 +170,11 @@ def test_the_quickstart_tour_plays_through_the_client(settings: Settings, base: 
     assert "tries to approve it: HTTP 403 Forbidden" in played.stdout
     assert "event run.finished" in played.stdout
     assert "the run is succeeded" in played.stdout
+    assert f"{base}/inbox" in played.stdout
+    with Client(base, tenant.owner.token) as owner:
+        [waiting] = owner.list_approvals()["items"]  # the run left for the reader, in the inbox's queue
+    assert waiting["tool_name"] == "edit_file"
+    assert waiting["run_id"] in played.stdout
 
 
 def _until(events: Iterator[Event], kind: str) -> list[Event]:
