@@ -177,6 +177,36 @@ def test_an_approval_decided_elsewhere_disappears_live(
     expect(approval).to_have_count(0, timeout=LIVE)
 
 
+def test_a_reviewer_can_sign_in_and_approve_with_the_keyboard_alone(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    run_id = suspended_run(client, tenant, SCRIPT)
+    page.goto(server + "/inbox")
+    page.keyboard.type(tenant.owner.token)  # the token field has the focus
+    page.keyboard.press("Enter")
+    approve = _approval(page).get_by_role("button", name="Approve")
+    expect(approve).to_be_visible()
+    for _ in range(40):
+        if approve.evaluate("button => button === document.activeElement"):
+            break
+        page.keyboard.press("Tab")
+    expect(approve).to_be_focused()
+    page.keyboard.press("Enter")
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+
+
+def test_a_runs_page_follows_its_events_live(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    run_id = suspended_run(client, tenant, SCRIPT)
+    _sign_in(page, server, tenant.owner, f"/inbox/runs/{run_id}")
+    events = page.get_by_role("list", name="Events")
+    expect(events).to_contain_text("approval.requested")
+    assert decide(client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    expect(events).to_contain_text("run.finished", timeout=LIVE)
+    expect(page.get_by_role("region", name="Messages")).to_contain_text("Done.", timeout=LIVE)
+
+
 def test_the_page_may_not_be_framed_and_runs_no_inline_script(server: str) -> None:
     import urllib.request
 
