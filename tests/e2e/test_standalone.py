@@ -1,8 +1,8 @@
 """``hango standalone`` as a user runs it: one command on an embedded PostgreSQL and Redis, with no HANGO_* set.
 
-Each test starts the real command in its own process group, talks to it over HTTP and the CLI, and checks that
-no process it started outlives it. Each works in a folder of its own that it removes at the end, so that no data,
-socket or log is left in /tmp.
+Each test starts the real command in its own process group, talks to it through :mod:`hango.client` and the CLI,
+and checks that no process it started outlives it. Each works in a folder of its own that it removes at the end, so
+that no data, socket or log is left in /tmp.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from hango.client import Client, Run
 from tests.support.processes import free_port, wait_until
 
 HANGO = [sys.executable, "-m", "hango"]
@@ -36,7 +37,7 @@ SCRIPT = [
     {"text": "Saving.", "tool_calls": [{"name": "write_file", "args": {"file_path": "/notes.txt", "content": "hi"}}]},
     {"text": "Done."},
 ]
-AGENT = {"name": "demo", "model": {"provider": "scripted", "script": SCRIPT}, "tools": ["write_file"]}
+AGENT: dict[str, Any] = {"name": "demo", "model": {"provider": "scripted", "script": SCRIPT}, "tools": ["write_file"]}
 
 
 def _environment() -> dict[str, str]:
@@ -102,18 +103,6 @@ def _status(url: str) -> int | None:
         return None
 
 
-def call(base: str, method: str, path: str, token: str, body: object = None) -> tuple[int, Any]:
-    """One JSON request to the API; returns the status and the decoded body."""
-    data = None if body is None else json.dumps(body).encode()
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    request = urllib.request.Request(f"{base}{path}", data=data, headers=headers, method=method)  # noqa: S310
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (loopback http)
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
-
-
 def create_tenant(standalone: Standalone) -> str:
     """Bootstrap a tenant with the CLI on the embedded database; returns the owner's token."""
     env = {**_environment(), "HANGO_DATABASE_URL": standalone.state()["database_url"]}
@@ -128,17 +117,16 @@ def create_tenant(standalone: Standalone) -> str:
     return token
 
 
-def finished_run(standalone: Standalone, token: str, agent_id: str) -> dict[str, Any]:
+def finished_run(standalone: Standalone, token: str, agent_id: str) -> Run:
     """Create a run and wait until it leaves the queue and the worker."""
-    status, run = call(standalone.base, "POST", "/v1/runs", token, {"agent_id": agent_id, "input": "go"})
-    assert status == 202, run
-    settled: dict[str, Any] = wait_until(lambda: _settled(standalone, token, run["id"]), timeout=60)
+    with Client(standalone.base, token) as client:
+        run = client.create_run(agent_id, "go")
+        settled: Run = wait_until(lambda: _settled(client, run["id"]), timeout=60)
     return settled
 
 
-def _settled(standalone: Standalone, token: str, run_id: str) -> dict[str, Any] | None:
-    status, run = call(standalone.base, "GET", f"/v1/runs/{run_id}", token)
-    assert status == 200, run
+def _settled(client: Client, run_id: str) -> Run | None:
+    run = client.get_run(run_id)
     return run if run["state"] in {"succeeded", "failed", "cancelled"} else None
 
 
@@ -227,8 +215,8 @@ def test_survives_kill_9_and_restarts_on_the_same_data(folder: Path, decoy: subp
     with running(data_dir, port, log) as first:
         wait_until(lambda: f"API at {first.base}, data in {data_dir}" in first.output(), timeout=10)
         token = create_tenant(first)
-        status, agent = call(first.base, "POST", "/v1/agents", token, AGENT)
-        assert status == 201, agent
+        with Client(first.base, token) as client:
+            agent = client.create_agent(AGENT)
         run = finished_run(first, token, agent["id"])
         assert run["state"] == "succeeded", run
 
@@ -248,10 +236,9 @@ def test_survives_kill_9_and_restarts_on_the_same_data(folder: Path, decoy: subp
     postmaster_pid.write_text("\n".join([str(decoy.pid), *lines[1:]]) + "\n")
 
     with running(data_dir, port, log) as second:
-        status, kept = call(second.base, "GET", f"/v1/agents/{agent['id']}", token)
-        assert (status, kept["name"]) == (200, "demo"), kept
-        status, kept_run = call(second.base, "GET", f"/v1/runs/{run['id']}", token)
-        assert (status, kept_run["state"]) == (200, "succeeded"), kept_run
+        with Client(second.base, token) as client:
+            assert client.get_agent(agent["id"])["name"] == "demo"
+            assert client.get_run(run["id"])["state"] == "succeeded"
         assert finished_run(second, token, agent["id"])["state"] == "succeeded"
         assert decoy.poll() is None, "standalone must not touch a process that merely reuses a stale pid"
 
