@@ -47,7 +47,6 @@ class Claimed:
     payload: dict[str, Any]
     attempts: int
     retry_until: datetime
-    created_at: datetime
     url: str
     sealed_secret: str
 
@@ -105,7 +104,6 @@ def _claim(runtime: Runtime, delivery_id: uuid.UUID) -> Claimed | None:
             payload=delivery.payload,
             attempts=delivery.attempts,
             retry_until=delivery.retry_until,
-            created_at=delivery.created_at,
             url=webhook.url,
             sealed_secret=webhook.secret,
         )
