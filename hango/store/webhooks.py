@@ -111,8 +111,8 @@ def settle(session: Session, delivery_id: uuid.UUID, values: dict[str, Any]) -> 
 
 
 def set_active(session: Session, webhook_id: uuid.UUID, active: bool) -> None:
-    """Mark a webhook active or not."""
-    session.execute(update(Webhook).where(Webhook.id == webhook_id).values(active=active))
+    """Mark a webhook active or not (its row is written only when that changes it)."""
+    session.execute(update(Webhook).where(Webhook.id == webhook_id, Webhook.active != active).values(active=active))
 
 
 def fail_pending(session: Session, webhook_id: uuid.UUID, error: str) -> None:
@@ -153,7 +153,7 @@ def take_reminders(session: Session, due_before: datetime, now: datetime, limit:
         .where(
             Webhook.tenant_id == PendingApproval.tenant_id,
             Webhook.active,
-            Webhook.events.any("approval.reminder"),  # type: ignore[arg-type]
+            Webhook.events.contains(["approval.reminder"]),
         )
         .exists()
     )

@@ -260,6 +260,17 @@ def test_deliveries_are_signed_with_the_secret_and_carry_the_approval_the_run_an
     assert len({r.headers["webhook-id"] for r in (requested, decided, ended)}) == 3
 
 
+def test_a_named_host_is_reached_at_its_checked_address_with_its_name_as_host(
+    client: FlaskClient, tenant: TenantFixture, receiver: Receiver
+) -> None:
+    created = create_webhook(client, tenant.owner, f"http://localhost:{receiver.port}/named", ["approval.requested"])
+    suspended_run(client, tenant, SCRIPT)
+    [request] = arrived(receiver, "approval.requested")
+    assert request.path == "/named"
+    assert request.headers["host"] == f"localhost:{receiver.port}"
+    assert verified(request, created["secret"])
+
+
 def test_a_failed_attempt_is_retried_with_the_same_webhook_id(client: FlaskClient, tenant: TenantFixture) -> None:
     with receiving(statuses=[500, 200]) as receiver:
         created = create_webhook(client, tenant.owner, receiver.url, ["approval.requested"])
