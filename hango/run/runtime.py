@@ -191,14 +191,13 @@ class Work:
 
 @contextmanager
 def unit_of_work(runtime: Runtime) -> Iterator[Work]:
-    """A transaction whose events are published, and whose runs are enqueued, only after it commits."""
+    """A transaction whose events are published, and whose runs and webhook deliveries are enqueued, only after it
+    commits."""
     with runtime.db.transaction() as session:
         work = Work(session, runtime.settings.approval_ttl, Outbox(runtime.settings))
         yield work
         work.write_events()
     runtime.publisher.publish(work.events, work.notices)
-    if work.outbox is not None:
-        enqueue_deliveries(runtime, work.outbox.written)
     for run_id, generation in work.enqueues:
         try:
             runtime.queue.enqueue(run_id, generation)
@@ -206,6 +205,8 @@ def unit_of_work(runtime: Runtime) -> Iterator[Work]:
             log.warning(
                 "could not enqueue run %s; the reconciler will", run_id, extra={"run_id": str(run_id)}, exc_info=True
             )
+    if work.outbox is not None:
+        enqueue_deliveries(runtime, work.outbox.written)
 
 
 def enqueue_deliveries(runtime: Runtime, delivery_ids: Sequence[uuid.UUID]) -> None:

@@ -17,6 +17,7 @@ from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
 from hango.models import AuditEvent, Webhook
+from hango.queue import DeliveryQueue
 from hango.run import transitions
 from hango.run.runtime import Runtime, unit_of_work
 from hango.store.runs import lock_run
@@ -283,6 +284,26 @@ def test_a_failed_attempt_is_retried_with_the_same_webhook_id(client: FlaskClien
     assert (delivered["attempts"], delivered["last_status_code"], delivered["last_error"]) == (2, 200, None)
     assert delivered["delivered_at"] is not None
     assert delivered["next_attempt_at"] is None
+
+
+def test_a_delivery_whose_enqueue_was_lost_is_sent_by_beat(
+    client: FlaskClient,
+    settings: Settings,
+    db: Database,
+    tenant: TenantFixture,
+    receiver: Receiver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    created = create_webhook(client, tenant.owner, receiver.url, ["approval.decided"])
+    run_id = suspended_run(client, tenant, SCRIPT)
+    lost: list[uuid.UUID] = []
+    # The broker drops this process's delivery messages; the worker's beat (a process of its own) still sweeps.
+    monkeypatch.setattr(DeliveryQueue, "enqueue", lambda _queue, delivery_id: lost.append(delivery_id))
+    forgetful = client_with(settings, db, webhook_requeue_after=timedelta(seconds=0.5))
+    assert decide(forgetful, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    delivered = delivery_of(client, tenant.owner, created["id"], "approval.decided", "delivered")
+    assert [str(delivery_id) for delivery_id in lost] == [delivered["id"]]
+    assert delivered["attempts"] == 1
 
 
 def test_a_slow_receiver_does_not_hold_up_the_decision(client: FlaskClient, tenant: TenantFixture) -> None:
