@@ -9,7 +9,21 @@ from flask import Flask
 from opentelemetry.instrumentation.flask import FlaskInstrumentor
 
 from hango import __version__
-from hango.api import agents, approvals, audit, audit_events, auth, files, inbox, metrics, ops, problems, runs, users
+from hango.api import (
+    agents,
+    approvals,
+    audit,
+    audit_events,
+    auth,
+    files,
+    inbox,
+    metrics,
+    ops,
+    problems,
+    runs,
+    users,
+    webhooks,
+)
 from hango.api.context import Services
 from hango.api.parsing import Api
 from hango.config import Settings
@@ -18,7 +32,7 @@ from hango.run.runtime import Runtime
 from hango.run.stream import Live
 from hango.telemetry import tracing_enabled
 
-_BLUEPRINTS = (users.blp, agents.blp, files.blp, runs.blp, approvals.blp, audit_events.blp)
+_BLUEPRINTS = (users.blp, agents.blp, files.blp, runs.blp, approvals.blp, audit_events.blp, webhooks.blp)
 # Probes and scrapes come every few seconds and say nothing about what users did.
 _UNTRACED = "/healthz,/readyz,/metrics"
 

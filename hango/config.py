@@ -10,6 +10,7 @@ in capitals), its type, its default, the parser that reads its text, and a one-l
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable, Mapping
 from datetime import timedelta
@@ -125,6 +126,19 @@ def parse_module_list(text: str) -> tuple[str, ...]:
     return names
 
 
+def parse_fernet_keys(text: str) -> tuple[str, ...]:
+    """Comma-separated Fernet keys (``Fernet.generate_key()``: url-safe base64 of 32 bytes)."""
+    keys = tuple(key.strip() for key in text.split(",") if key.strip())
+    for index, key in enumerate(keys, start=1):
+        try:
+            raw = base64.urlsafe_b64decode(key.encode("ascii"))
+        except (ValueError, UnicodeEncodeError) as exc:
+            raise ValueError(f"key {index} is not url-safe base64") from exc
+        if len(raw) != 32:
+            raise ValueError(f"key {index} is not a Fernet key (32 bytes in url-safe base64)")
+    return keys
+
+
 def _from_text(parser: Callable[[str], object]) -> BeforeValidator:
     """Read text (what the environment holds) with ``parser``; a value of the setting's own type passes through."""
 
@@ -146,6 +160,7 @@ LogLevel = Annotated[str, _from_text(parse_log_level)]
 Name = Annotated[str, _from_text(parse_name)]
 BasicAuth = Annotated[str, _from_text(parse_basic_auth)]
 ModuleList = Annotated[tuple[str, ...], _from_text(parse_module_list)]
+FernetKeys = Annotated[tuple[str, ...], _from_text(parse_fernet_keys)]
 
 
 class Settings(BaseSettings):
@@ -271,6 +286,44 @@ class Settings(BaseSettings):
         default="127.0.0.1", description="address the worker's metrics port listens on (no login: keep it private)"
     )
 
+    # Webhooks (api.md "Webhooks"): notifications to reviewers, delivered by Celery tasks, never inside a request.
+    public_url: HttpUrl = Field(
+        default="http://localhost:8000",
+        description="the server's address as reviewers reach it; webhook bodies link to the inbox and runs there",
+    )
+    webhook_allow_private_urls: Flag = Field(
+        default=False,
+        description="true allows webhook URLs on private, loopback and link-local addresses (and plain http to "
+        "them); false refuses them at creation and at delivery",
+    )
+    webhook_timeout: Duration = Field(default=timedelta(seconds=10), description="one webhook delivery attempt")
+    webhook_retry_for: Duration = Field(
+        default=timedelta(hours=24),
+        description="how long a delivery is retried; a webhook failing for the whole window is deactivated",
+    )
+    webhook_retry_base: Duration = Field(
+        default=timedelta(seconds=5), description="first delay between delivery attempts (doubling, with jitter)"
+    )
+    webhook_sweep_interval: Duration = Field(
+        default=timedelta(seconds=5), description="how often beat sends due deliveries (retries, lost enqueues)"
+    )
+    webhook_requeue_after: Duration = Field(
+        default=timedelta(seconds=60),
+        description="how long an enqueued delivery may wait for a worker before beat enqueues it again",
+    )
+    webhook_batch: WholeNumber = Field(default=100, description="deliveries and reminders one sweep handles at most")
+    max_webhooks_per_tenant: WholeNumber = Field(default=20, description="webhooks one tenant may have")
+    webhook_max_url_length: WholeNumber = Field(default=2048, description="longest webhook URL")
+    webhook_secret_keys: FernetKeys = Field(
+        default=(),
+        description="comma-separated Fernet keys encrypting webhook secrets at rest (the first encrypts, all "
+        "decrypt); unset, secrets are stored unencrypted",
+    )
+    approval_remind_before: Duration = Field(
+        default=timedelta(hours=1),
+        description="`approval.reminder` is sent once per pending approval when this is left before it expires",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -306,6 +359,9 @@ class Settings(BaseSettings):
             raise ConfigError("HANGO_MAX_STREAMS_PER_PROCESS must be below HANGO_API_CONNECTIONS")
         if self.approval_events_retention is not None and self.approval_events_retention < self.approval_ttl:
             raise ConfigError("HANGO_APPROVAL_EVENTS_RETENTION must be at least HANGO_APPROVAL_TTL")
+        for name in ("webhook_timeout", "webhook_retry_base", "webhook_sweep_interval"):
+            if getattr(self, name) <= timedelta(0):
+                raise ConfigError(f"{env_name(name)} must be longer than zero")
 
     def stream_capacity(self) -> int:
         """How many event streams one API process serves at once.

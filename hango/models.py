@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     FetchedValue,
@@ -44,12 +45,18 @@ Decision = Literal["approve", "edit", "reject", "respond"]
 MessageRole = Literal["user", "assistant", "tool"]
 SubagentState = Literal["running", "succeeded", "failed"]
 ActorKind = Literal["user", "system"]
+WebhookEventType = Literal[
+    "approval.requested", "approval.decided", "approval.expired", "approval.reminder", "run.finished"
+]
+DeliveryState = Literal["pending", "delivered", "failed"]
 Outcome = Literal["success", "denied", "error"]
 
 ROLES: tuple[Role, ...] = get_args(Role)
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
 APPROVAL_STATES: tuple[ApprovalState, ...] = get_args(ApprovalState)
 RUN_STATES: tuple[RunState, ...] = get_args(RunState)
+WEBHOOK_EVENT_TYPES: tuple[WebhookEventType, ...] = get_args(WebhookEventType)
+DELIVERY_STATES: tuple[DeliveryState, ...] = get_args(DeliveryState)
 TERMINAL_RUN_STATES: frozenset[RunState] = frozenset({"succeeded", "failed", "cancelled"})
 
 
@@ -365,6 +372,8 @@ class PendingApproval(Base):
     decided_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id"), nullable=True)
     decided_at: Mapped[datetime | None] = mapped_column(nullable=True)
     created_at: Mapped[datetime] = _created_at()
+    # When the ``approval.reminder`` webhooks were written (once per approval; migration 0005).
+    reminded_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
 
 class ApprovalEvent(Base):
@@ -389,3 +398,59 @@ class ApprovalEvent(Base):
     run_creator: Mapped[uuid.UUID] = mapped_column(nullable=False)
     data: Mapped[dict[str, Any]] = mapped_column(nullable=False)
     created_at: Mapped[datetime] = _created_at()
+
+
+class Webhook(Base):
+    """A tenant's subscription: which events are POSTed to which URL, signed with the webhook's secret.
+
+    ``secret`` is sealed by :mod:`hango.webhooks.secrets` (Fernet-encrypted when keys are configured) and is
+    shown in clear only in the response that created it.
+    """
+
+    __tablename__ = "webhooks"
+    __table_args__ = (Index(None, "tenant_id", "created_at", "id"),)
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    url: Mapped[str] = mapped_column(Text, nullable=False)
+    events: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False)
+    description: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    secret: Mapped[str] = mapped_column(Text, nullable=False)
+    active: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
+    created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class WebhookDelivery(Base):
+    """One event for one webhook: the outbox row written in the transaction that made the event, then the
+    delivery's log (attempts, last answer, next attempt). ``event_id`` is the ``webhook-id`` of every attempt."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        CheckConstraint(_in("state", DELIVERY_STATES), name="state"),
+        CheckConstraint("attempts >= 0", name="attempts_not_negative"),
+        Index(None, "tenant_id", "webhook_id", "created_at", "id"),
+        # The sweeper's question: pending deliveries that are due.
+        Index(None, "state", "next_attempt_at"),
+        Index(None, "webhook_id", "state"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    webhook_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"), nullable=False)
+    event_id: Mapped[uuid.UUID] = mapped_column(nullable=False)
+    event_type: Mapped[str] = mapped_column(Text, nullable=False)
+    payload: Mapped[dict[str, Any]] = mapped_column(nullable=False)
+    state: Mapped[str] = mapped_column(Text, nullable=False, server_default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    last_status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    # Retried until then; a manual retry opens a new window.
+    retry_until: Mapped[datetime] = mapped_column(nullable=False)
+    # Beat leaves a delivery alone until then: it is on the queue already.
+    enqueued_until: Mapped[datetime | None] = mapped_column(nullable=True)
+    # One attempt at a time: a task that claimed the delivery holds it until then.
+    claimed_until: Mapped[datetime | None] = mapped_column(nullable=True)
+    created_at: Mapped[datetime] = _created_at()
+    delivered_at: Mapped[datetime | None] = mapped_column(nullable=True)

@@ -21,6 +21,8 @@ RECONCILE_TASK = "hango.reconcile"
 PING_TASK = "hango.ping"
 EXPIRE_TASK = "hango.expire_approvals"
 STATS_TASK = "hango.worker_stats"
+WEBHOOK_DELIVER_TASK = "hango.webhook_deliver"
+WEBHOOK_SWEEP_TASK = "hango.webhook_sweep"
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -60,6 +62,11 @@ def make_celery(settings: Settings) -> Celery:
                 "schedule": settings.approval_sweep_interval.total_seconds(),
                 "options": {"queue": settings.queue, "expires": settings.approval_sweep_interval.total_seconds()},
             },
+            "webhook-sweep": {
+                "task": WEBHOOK_SWEEP_TASK,
+                "schedule": settings.webhook_sweep_interval.total_seconds(),
+                "options": {"queue": settings.queue, "expires": settings.webhook_sweep_interval.total_seconds()},
+            },
         },
     )
     return app
@@ -95,6 +102,19 @@ class RunQueue:
             raise
         log.info("run enqueued", extra={"run_id": str(run_id), "generation": generation})
         return True
+
+
+class DeliveryQueue:
+    """Puts webhook deliveries on the queue. A lost or duplicate message is harmless: beat enqueues due deliveries
+    again, and the task's conditional claim lets one attempt at a time through."""
+
+    def __init__(self, settings: Settings, celery: Celery) -> None:
+        self._celery = celery
+        self._queue = settings.queue
+
+    def enqueue(self, delivery_id: uuid.UUID) -> None:
+        """Send the delivery's task."""
+        self._celery.send_task(WEBHOOK_DELIVER_TASK, args=[str(delivery_id)], queue=self._queue)
 
 
 def task_options(settings: Settings) -> dict[str, Any]:

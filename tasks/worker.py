@@ -27,15 +27,26 @@ from hango import multiprocess_metrics
 from hango.config import Settings
 from hango.errors import ConfigError
 from hango.instruments import instruments
-from hango.queue import EXPIRE_TASK, PING_TASK, RECONCILE_TASK, RUN_TASK, STATS_TASK, make_celery, task_options
+from hango.queue import (
+    EXPIRE_TASK,
+    PING_TASK,
+    RECONCILE_TASK,
+    RUN_TASK,
+    STATS_TASK,
+    WEBHOOK_DELIVER_TASK,
+    WEBHOOK_SWEEP_TASK,
+    make_celery,
+    task_options,
+)
 from hango.run.expiry import sweep
 from hango.run.reconciler import reconcile
 from hango.run.runtime import Runtime, tool_registry
 from hango.run.worker import execute_run
 from hango.telemetry import configure_tracing
+from hango.webhooks import delivery
 
 log = logging.getLogger(__name__)
-TASKS = (RUN_TASK, RECONCILE_TASK, EXPIRE_TASK, PING_TASK, STATS_TASK)
+TASKS = (RUN_TASK, RECONCILE_TASK, EXPIRE_TASK, PING_TASK, STATS_TASK, WEBHOOK_DELIVER_TASK, WEBHOOK_SWEEP_TASK)
 _Result = TypeVar("_Result")
 
 
@@ -93,6 +104,19 @@ def create_worker_app(settings: Settings) -> Celery:
     def expire_approvals() -> int:
         """Fail the runs whose approvals outlived HANGO_APPROVAL_TTL, and forget old approval stream events."""
         return sweep(process.runtime())
+
+    @app.task(name=WEBHOOK_DELIVER_TASK, **options)  # type: ignore[untyped-decorator]
+    @_timed(WEBHOOK_DELIVER_TASK)
+    def deliver_webhook(delivery_id: str) -> str:
+        """Make one attempt of a webhook delivery (a duplicate message finds it claimed or done)."""
+        return delivery.deliver(process.runtime(), uuid.UUID(delivery_id))
+
+    @app.task(name=WEBHOOK_SWEEP_TASK, **options)  # type: ignore[untyped-decorator]
+    @_timed(WEBHOOK_SWEEP_TASK)
+    def sweep_webhooks() -> dict[str, int]:
+        """Write the approval reminders now due and enqueue due deliveries (retries, lost enqueues)."""
+        report = delivery.sweep(process.runtime())
+        return {"reminded": report.reminded, "enqueued": report.enqueued}
 
     @app.task(name=PING_TASK, **options)  # type: ignore[untyped-decorator]
     @_timed(PING_TASK)

@@ -85,6 +85,10 @@ def db(database_url: str) -> Iterator[Database]:
     database.dispose()
 
 
+# A Fernet key for the tests' webhook secrets (never a deployment's).
+WEBHOOK_SECRET_KEY = "a-23vwZYtRvhdmpUj-syTeJGuyN4AYh7mi3ZWuzr1kM="
+
+
 @pytest.fixture(scope="session")
 def settings(database_url: str) -> Settings:
     """Settings for the test database, the local Redis, a queue of this session's own, and short timings."""
@@ -101,4 +105,11 @@ def settings(database_url: str) -> Settings:
         enqueue_dedup_ttl=timedelta(seconds=2),
         sse_keepalive=timedelta(seconds=1),
         model_retry_base_delay=timedelta(seconds=0.01),
+        # Webhook tests deliver to a receiver on 127.0.0.1, and any worker of the session may send a retry.
+        webhook_allow_private_urls=True,
+        webhook_secret_keys=(WEBHOOK_SECRET_KEY,),
+        webhook_retry_base=timedelta(seconds=0.2),
+        webhook_sweep_interval=timedelta(seconds=0.5),
+        webhook_timeout=timedelta(seconds=5),
+        public_url="https://hango.example",
     )

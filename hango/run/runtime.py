@@ -18,13 +18,14 @@ from hango.agent.tools.filesystem import builtin_registry
 from hango.agent.tools.task import TASK_TOOL
 from hango.config import Settings
 from hango.db import Database
-from hango.models import PendingApproval, Run
-from hango.queue import RunQueue, make_celery
+from hango.models import PendingApproval, Run, WebhookEventType
+from hango.queue import DeliveryQueue, RunQueue, make_celery
 from hango.run.events import ApprovalNotice, Event, Publisher
 from hango.store import approval_events as approval_event_store
 from hango.store import events as event_store
 from hango.store.approvals import approval_item
 from hango.store.runs import RunCounters
+from hango.webhooks.outbox import Notification, Outbox
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class Runtime:
     queue: RunQueue
     publisher: Publisher
     tools: ToolRegistry
+    deliveries: DeliveryQueue
 
     @classmethod
     def build(cls, settings: Settings, *, db: Database | None = None) -> Runtime:
@@ -54,6 +56,7 @@ class Runtime:
         )
         client = redis.Redis(connection_pool=pool)
         tools = tool_registry(settings)
+        celery = make_celery(settings)
         return cls(
             settings=settings,
             db=db
@@ -63,9 +66,10 @@ class Runtime:
                 ping_after_idle=settings.db_ping_after_idle,
             ),
             redis=client,
-            queue=RunQueue(settings, client, make_celery(settings)),
+            queue=RunQueue(settings, client, celery),
             publisher=Publisher(client),
             tools=tools,
+            deliveries=DeliveryQueue(settings, celery),
         )
 
 
@@ -78,9 +82,18 @@ def tool_registry(settings: Settings) -> ToolRegistry:
     return tools
 
 
+# The approval stream's events that webhooks may subscribe to (a cancelled run's approvals are told as run.finished).
+_APPROVAL_NOTIFICATIONS: dict[str, WebhookEventType] = {
+    "approval.requested": "approval.requested",
+    "approval.decided": "approval.decided",
+    "approval.expired": "approval.expired",
+}
+
+
 @dataclass
 class Work:
-    """One transaction plus what must happen only after it commits: publishing events and enqueueing runs.
+    """One transaction plus what must happen only after it commits: publishing events, enqueueing runs and
+    webhook deliveries.
 
     Events are written together just before the commit, in one statement, and published once the commit
     succeeded. A writer that updates the run's row anyway numbers its events in that same statement
@@ -89,6 +102,8 @@ class Work:
 
     session: Session
     approval_ttl: timedelta
+    # The transaction's webhook deliveries (``None``: nobody is told, as in tests of the store alone).
+    outbox: Outbox | None = None
     events: list[Event] = field(default_factory=list)
     notices: list[ApprovalNotice] = field(default_factory=list)
     enqueues: list[tuple[uuid.UUID, int]] = field(default_factory=list)
@@ -120,9 +135,23 @@ class Work:
             for index, (type_, data) in enumerate(emitted):
                 self._record(Event(run_id, first + index, type_, data), tenant_id)
         self._emitted.clear()
+        self._notify_webhooks()
         event_store.insert_events(self.session, self._rows)
         self._rows.clear()
         self._write_approval_events()
+
+    def _notify_webhooks(self) -> None:
+        # Before the approval stream's numbering, which holds the tenant's row until the commit.
+        if self.outbox is None:
+            return
+        for row in self._rows:
+            if row["type"] == "run.finished":
+                self.outbox.add(Notification(row["tenant_id"], "run.finished", row["run_id"]))
+        for type_, approval, data in self._approvals:
+            if type_ in _APPROVAL_NOTIFICATIONS:
+                kind = _APPROVAL_NOTIFICATIONS[type_]
+                self.outbox.add(Notification(approval.tenant_id, kind, approval.run_id, data))
+        self.outbox.write(self.session)
 
     def _write_approval_events(self) -> None:
         # Last in the transaction: numbering locks the tenant's row until the commit. Tenants in one order, so two
@@ -162,9 +191,10 @@ class Work:
 
 @contextmanager
 def unit_of_work(runtime: Runtime) -> Iterator[Work]:
-    """A transaction whose events are published, and whose runs are enqueued, only after it commits."""
+    """A transaction whose events are published, and whose runs and webhook deliveries are enqueued, only after it
+    commits."""
     with runtime.db.transaction() as session:
-        work = Work(session, runtime.settings.approval_ttl)
+        work = Work(session, runtime.settings.approval_ttl, Outbox(runtime.settings))
         yield work
         work.write_events()
     runtime.publisher.publish(work.events, work.notices)
@@ -175,3 +205,14 @@ def unit_of_work(runtime: Runtime) -> Iterator[Work]:
             log.warning(
                 "could not enqueue run %s; the reconciler will", run_id, extra={"run_id": str(run_id)}, exc_info=True
             )
+    if work.outbox is not None:
+        enqueue_deliveries(runtime, work.outbox.written)
+
+
+def enqueue_deliveries(runtime: Runtime, delivery_ids: Sequence[uuid.UUID]) -> None:
+    """Enqueue committed webhook deliveries; one the broker loses is enqueued by beat's sweep later."""
+    for delivery_id in delivery_ids:
+        try:
+            runtime.deliveries.enqueue(delivery_id)
+        except Exception:  # the broker is disposable: beat's sweep enqueues due deliveries
+            log.warning("could not enqueue webhook delivery %s; beat will", delivery_id, exc_info=True)

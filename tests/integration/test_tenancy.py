@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import text
@@ -20,11 +21,23 @@ from hango import audit, tenancy
 from hango.auth import Principal
 from hango.db import Database
 from hango.errors import Forbidden, NotFound
-from hango.models import Agent, File, Message, PendingApproval, Run, RunEvent, SubagentCall
+from hango.models import Agent, File, Message, PendingApproval, Run, RunEvent, SubagentCall, Webhook, WebhookDelivery
 from hango.pagination import PageRequest
-from hango.store import agents, approval_events, approvals, events, files, messages, runs, subagent_calls, tokens
+from hango.store import (
+    agents,
+    approval_events,
+    approvals,
+    events,
+    files,
+    messages,
+    runs,
+    subagent_calls,
+    tokens,
+    webhooks,
+)
 from hango.store import tenants as tenant_store
 from hango.store.audit import AuditFilter, AuditRecord
+from hango.tenancy import require_manager
 
 Reader = Callable[[Principal], bool]
 
@@ -242,6 +255,57 @@ def case_approval_events(world: World) -> Reader:
     return _visible(world, read)
 
 
+def _webhook(world: World) -> Webhook:
+    webhook = Webhook(
+        id=uuid.uuid4(),
+        tenant_id=world.owner_a.tenant_id,
+        url="https://93.184.215.14/hook",
+        events=["run.finished"],
+        secret="plain:whsec_x",
+    )
+    _seed(world, webhook)
+    return webhook
+
+
+def case_webhooks(world: World) -> Reader:
+    webhook_id = _webhook(world).id
+
+    def read(session: Session, principal: Principal) -> bool:
+        require_manager(principal)  # the service's check: webhooks are managed by owners and admins
+        listed = any(w.id == webhook_id for w in webhooks.page(session, principal.tenant_id, PageRequest()).items)
+        try:
+            fetched = webhooks.get(session, principal.tenant_id, webhook_id) is not None
+        except NotFound:
+            fetched = False
+        assert listed == fetched, "the list and the lookup disagree on visibility"
+        return fetched
+
+    return _visible(world, read)
+
+
+def case_webhook_deliveries(world: World) -> Reader:
+    webhook = _webhook(world)
+    delivery = WebhookDelivery(
+        id=uuid.uuid4(),
+        tenant_id=webhook.tenant_id,
+        webhook_id=webhook.id,
+        event_id=uuid.uuid4(),
+        event_type="run.finished",
+        payload={},
+        retry_until=datetime.now(UTC),
+    )
+    _seed(world, delivery)
+
+    def read(session: Session, principal: Principal) -> bool:
+        require_manager(principal)
+        found = webhooks.get(session, principal.tenant_id, webhook.id)
+        listed = any(d.id == delivery.id for d in webhooks.delivery_page(session, found, PageRequest()).items)
+        assert listed == (webhooks.get_delivery(session, found, delivery.id) is not None)
+        return listed
+
+    return _visible(world, read)
+
+
 RUN_SCOPED = {"owner_a": True, "creator_a": True, "other_member_a": False, "owner_b": False}
 TENANT_WIDE = {"owner_a": True, "creator_a": True, "other_member_a": True, "owner_b": False}
 MANAGERS_ONLY = {"owner_a": True, "creator_a": False, "other_member_a": False, "owner_b": False}
@@ -258,6 +322,8 @@ CASES: dict[str, tuple[Callable[[World], Reader], dict[str, bool]]] = {
     "audit_events": (case_audit_events, MANAGERS_ONLY),
     "pending_approvals": (case_pending_approvals, RUN_SCOPED),
     "approval_events": (case_approval_events, RUN_SCOPED),
+    "webhooks": (case_webhooks, MANAGERS_ONLY),
+    "webhook_deliveries": (case_webhook_deliveries, MANAGERS_ONLY),
 }
 
 

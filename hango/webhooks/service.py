@@ -1,0 +1,114 @@
+"""What the API calls: webhooks' creation, listing, deletion, their delivery log and a delivery's manual retry.
+
+Owners and admins only. Each function owns its transaction; a manual retry is enqueued after commit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from hango.auth import Principal
+from hango.errors import Conflict, InvalidInput
+from hango.models import Webhook, WebhookDelivery
+from hango.pagination import Page, PageRequest
+from hango.run.runtime import Runtime, enqueue_deliveries
+from hango.store import webhooks as store
+from hango.tenancy import require_manager
+from hango.webhooks import addresses
+from hango.webhooks.outbox import retry_window
+from hango.webhooks.secret_box import SecretBox
+from hango.webhooks.signing import new_secret
+
+
+@dataclass(frozen=True)
+class NewWebhook:
+    """A webhook just created; ``secret`` is its only clear-text appearance."""
+
+    webhook: Webhook
+    secret: str
+
+
+def create(runtime: Runtime, principal: Principal, url: str, events: Sequence[str], description: str) -> NewWebhook:
+    """Create a webhook with a fresh secret.
+
+    Raises:
+        Forbidden: the caller is a member.
+        InvalidInput: the URL is malformed or refused (``url``).
+        Conflict: the tenant already has ``HANGO_MAX_WEBHOOKS_PER_TENANT`` webhooks.
+    """
+    require_manager(principal)
+    settings = runtime.settings
+    try:
+        addresses.resolve(
+            url, allow_private=settings.webhook_allow_private_urls, max_length=settings.webhook_max_url_length
+        )
+    except addresses.RefusedUrl as exc:
+        raise InvalidInput.field("url", str(exc)) from exc
+    secret = new_secret()
+    webhook = Webhook(
+        id=uuid.uuid4(),
+        tenant_id=principal.tenant_id,
+        url=url,
+        events=list(dict.fromkeys(events)),
+        description=description,
+        secret=SecretBox(settings.webhook_secret_keys).seal(secret),
+        active=True,
+        created_by=principal.user_id,
+    )
+    with runtime.db.transaction() as session:
+        store.lock_tenant(session, principal.tenant_id)
+        limit = settings.max_webhooks_per_tenant
+        if store.count(session, principal.tenant_id) >= limit:
+            raise Conflict(f"the tenant already has {limit} webhooks (HANGO_MAX_WEBHOOKS_PER_TENANT)")
+        store.add(session, webhook)
+    return NewWebhook(webhook, secret)
+
+
+def list_webhooks(runtime: Runtime, principal: Principal, request: PageRequest) -> Page[Webhook]:
+    """The tenant's webhooks, newest first."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.page(session, principal.tenant_id, request)
+
+
+def get(runtime: Runtime, principal: Principal, webhook_id: uuid.UUID) -> Webhook:
+    """One webhook of the tenant."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.get(session, principal.tenant_id, webhook_id)
+
+
+def delete(runtime: Runtime, principal: Principal, webhook_id: uuid.UUID) -> None:
+    """Delete a webhook and its deliveries; nothing more is sent to it."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        session.delete(store.get(session, principal.tenant_id, webhook_id))
+
+
+def deliveries(
+    runtime: Runtime, principal: Principal, webhook_id: uuid.UUID, request: PageRequest
+) -> Page[WebhookDelivery]:
+    """A webhook's delivery log, newest first."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        webhook = store.get(session, principal.tenant_id, webhook_id)
+        return store.delivery_page(session, webhook, request)
+
+
+def retry(runtime: Runtime, principal: Principal, webhook_id: uuid.UUID, delivery_id: uuid.UUID) -> WebhookDelivery:
+    """Send a delivery again now, whatever its state, with a new retry window; the same ``webhook-id``.
+
+    A success marks the webhook active again, so this is also how a deactivated webhook is brought back.
+    """
+    require_manager(principal)
+    now = datetime.now(UTC)
+    retry_until, enqueued_until = retry_window(runtime.settings, now)
+    with runtime.db.transaction() as session:
+        webhook = store.get(session, principal.tenant_id, webhook_id)
+        delivery = store.get_delivery(session, webhook, delivery_id)
+        store.reopen(session, delivery, now, retry_until, enqueued_until)
+    enqueue_deliveries(runtime, [delivery.id])
+    return delivery
