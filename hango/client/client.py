@@ -17,8 +17,10 @@ from hango.client.types import (
     Approval,
     AuditEvent,
     CreatedUser,
+    CreatedWebhook,
     Decision,
     DecisionResult,
+    Delivery,
     Event,
     File,
     FileInfo,
@@ -28,6 +30,8 @@ from hango.client.types import (
     Role,
     Run,
     User,
+    Webhook,
+    WebhookEventType,
 )
 
 T = TypeVar("T")
@@ -252,6 +256,45 @@ class Client:
         A dropped connection is reopened with ``Last-Event-ID``; ``after`` resumes from an event already seen.
         """
         return iter(self._stream("/v1/approvals/events", after, lambda event: False))
+
+    # Webhooks (owner, admin).
+
+    def create_webhook(self, url: str, events: list[WebhookEventType], *, description: str = "") -> CreatedWebhook:
+        """Subscribe ``url`` to ``events``; the answer's ``secret`` (to verify signatures) is shown only here."""
+        body = {"url": url, "events": events, "description": description}
+        return cast(CreatedWebhook, self._request("POST", "/v1/webhooks", json=body))
+
+    def list_webhooks(self, *, limit: int | None = None, cursor: str | None = None) -> Page[Webhook]:
+        """One page of the tenant's webhooks."""
+        return cast(Page[Webhook], self._request("GET", "/v1/webhooks", params=_page(limit, cursor)))
+
+    def iter_webhooks(self, *, limit: int | None = None) -> Iterator[Webhook]:
+        """Every webhook of the tenant."""
+        return _pages(lambda cursor: self.list_webhooks(limit=limit, cursor=cursor))
+
+    def get_webhook(self, webhook_id: str) -> Webhook:
+        """One webhook (never its secret)."""
+        return cast(Webhook, self._request("GET", f"/v1/webhooks/{webhook_id}"))
+
+    def delete_webhook(self, webhook_id: str) -> None:
+        """Stop notifying a webhook."""
+        self._request("DELETE", f"/v1/webhooks/{webhook_id}")
+
+    def list_deliveries(
+        self, webhook_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Delivery]:
+        """One page of a webhook's delivery log, newest first."""
+        path = f"/v1/webhooks/{webhook_id}/deliveries"
+        return cast(Page[Delivery], self._request("GET", path, params=_page(limit, cursor)))
+
+    def iter_deliveries(self, webhook_id: str, *, limit: int | None = None) -> Iterator[Delivery]:
+        """A webhook's whole delivery log, newest first."""
+        return _pages(lambda cursor: self.list_deliveries(webhook_id, limit=limit, cursor=cursor))
+
+    def retry_delivery(self, webhook_id: str, delivery_id: str) -> Delivery:
+        """Send a delivery again now (same ``webhook-id``), with a fresh retry window."""
+        path = f"/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry"
+        return cast(Delivery, self._request("POST", path))
 
     # Audit.
 

@@ -147,6 +147,43 @@ class File(TypedDict):
     updated_at: str
 
 
+WebhookEventType = Literal[
+    "approval.requested", "approval.decided", "approval.expired", "approval.reminder", "run.finished"
+]
+
+
+class Webhook(TypedDict):
+    """A webhook: where the tenant's notifications are sent."""
+
+    id: str
+    url: str
+    events: list[WebhookEventType]
+    description: str
+    active: bool
+    created_at: str
+
+
+class CreatedWebhook(Webhook):
+    """A webhook as its creation answers: with its signing secret, shown only then."""
+
+    secret: str
+
+
+class Delivery(TypedDict):
+    """One event's delivery to one webhook; ``event_id`` is its ``webhook-id`` header, the same on every retry."""
+
+    id: str
+    event_id: str
+    event_type: WebhookEventType
+    attempts: int
+    state: Literal["pending", "delivered", "failed"]
+    last_status_code: int | None
+    last_error: str | None
+    next_attempt_at: str | None
+    created_at: str
+    delivered_at: str | None
+
+
 class AuditEvent(TypedDict):
     """One row of the tenant's audit trail."""
 

@@ -15,10 +15,11 @@ from flask.testing import FlaskClient
 
 from hango.client import Client, Event, ProblemError, Run, TransportError
 from hango.config import Settings
-from tests.integration.conftest import TenantFixture
+from tests.integration.conftest import TenantFixture, create_agent, start_run
 from tests.integration.hitl_helpers import MEMORY, suspended_run, write_memory
 from tests.support.processes import ROOT, api_server, free_port, settings_env, wait_until
 from tests.support.proxy import cutting_proxy
+from tests.support.receiver import receiving
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -185,3 +186,27 @@ def _until(events: Iterator[Event], kind: str) -> list[Event]:
         if event["type"] == kind:
             return taken
     raise AssertionError(f"the stream ended before {kind}: {[event['type'] for event in taken]}")
+
+
+def test_webhooks_through_the_client_from_creation_to_a_retried_delivery(
+    base: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    with receiving() as receiver, Client(base, tenant.owner.token) as owner:
+        created = owner.create_webhook(receiver.url, ["run.finished"], description="the client's")
+        assert created["secret"].startswith("whsec_")
+        assert "secret" not in owner.get_webhook(created["id"])
+        assert created["id"] in [hook["id"] for hook in owner.iter_webhooks(limit=1)]
+        run_id = start_run(client, tenant.owner, create_agent(client, tenant.owner, [{"text": "hi"}]))
+        [first] = wait_until(lambda: receiver.of_type("run.finished") or None)
+        assert first.json["data"]["id"] == run_id
+        [delivery] = wait_until(
+            lambda: [d for d in owner.iter_deliveries(created["id"]) if d["state"] == "delivered"] or None
+        )
+        assert delivery["event_id"] == first.headers["webhook-id"]
+        owner.retry_delivery(created["id"], delivery["id"])
+        again = wait_until(lambda: receiver.of_type("run.finished")[1:] or None)
+        assert again[0].headers["webhook-id"] == first.headers["webhook-id"]
+        owner.delete_webhook(created["id"])
+        with pytest.raises(ProblemError) as gone:
+            owner.get_webhook(created["id"])
+        assert gone.value.status == 404
