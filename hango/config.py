@@ -312,6 +312,10 @@ class Settings(BaseSettings):
         description="how long an enqueued delivery may wait for a worker before beat enqueues it again",
     )
     webhook_batch: WholeNumber = Field(default=100, description="deliveries and reminders one sweep handles at most")
+    webhook_deliveries_retention: Duration = Field(
+        default=timedelta(days=30),
+        description="how long a delivered or failed delivery stays in the log; the sweep forgets older ones",
+    )
     max_webhooks_per_tenant: WholeNumber = Field(default=20, description="webhooks one tenant may have")
     webhook_max_url_length: WholeNumber = Field(default=2048, description="longest webhook URL")
     webhook_secret_keys: FernetKeys = Field(
@@ -359,7 +363,7 @@ class Settings(BaseSettings):
             raise ConfigError("HANGO_MAX_STREAMS_PER_PROCESS must be below HANGO_API_CONNECTIONS")
         if self.approval_events_retention is not None and self.approval_events_retention < self.approval_ttl:
             raise ConfigError("HANGO_APPROVAL_EVENTS_RETENTION must be at least HANGO_APPROVAL_TTL")
-        for name in ("webhook_timeout", "webhook_retry_base", "webhook_sweep_interval"):
+        for name in ("webhook_timeout", "webhook_retry_base", "webhook_sweep_interval", "webhook_deliveries_retention"):
             if getattr(self, name) <= timedelta(0):
                 raise ConfigError(f"{env_name(name)} must be longer than zero")
 

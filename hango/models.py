@@ -433,6 +433,8 @@ class WebhookDelivery(Base):
         # The sweeper's question: pending deliveries that are due.
         Index(None, "state", "next_attempt_at"),
         Index(None, "webhook_id", "state"),
+        # The sweeper's other question: the oldest finished deliveries, past their retention.
+        Index(None, "created_at"),
     )
 
     id: Mapped[uuid.UUID] = _id()

@@ -116,7 +116,7 @@ def create_worker_app(settings: Settings) -> Celery:
     def sweep_webhooks() -> dict[str, int]:
         """Write the approval reminders now due and enqueue due deliveries (retries, lost enqueues)."""
         report = delivery.sweep(process.runtime())
-        return {"reminded": report.reminded, "enqueued": report.enqueued}
+        return {"reminded": report.reminded, "enqueued": report.enqueued, "pruned": report.pruned}
 
     @app.task(name=PING_TASK, **options)  # type: ignore[untyped-decorator]
     @_timed(PING_TASK)

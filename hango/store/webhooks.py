@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, func, insert, or_, select, update
+from sqlalchemy import Table, and_, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from hango.errors import NotFound
@@ -143,6 +143,18 @@ def take_due(session: Session, now: datetime, enqueued_until: datetime, limit: i
             update(WebhookDelivery).where(WebhookDelivery.id.in_(ids)).values(enqueued_until=enqueued_until)
         )
     return ids
+
+
+def prune_finished(session: Session, before: datetime, limit: int) -> int:
+    """Forget up to ``limit`` delivered or failed deliveries created before ``before``, oldest first."""
+    old = (
+        select(WebhookDelivery.id)
+        .where(WebhookDelivery.created_at < before, WebhookDelivery.state.in_(("delivered", "failed")))
+        .order_by(WebhookDelivery.created_at)
+        .limit(limit)
+    )
+    result = session.execute(delete(WebhookDelivery).where(WebhookDelivery.id.in_(old)))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
 def take_reminders(session: Session, due_before: datetime, now: datetime, limit: int) -> list[PendingApproval]:

@@ -185,12 +185,23 @@ class SweepReport:
 
     reminded: int
     enqueued: int
+    pruned: int = 0
 
 
 def sweep(runtime: Runtime) -> SweepReport:
-    """Beat's sweep: write the reminders now due, then enqueue due deliveries (retries, lost enqueues)."""
+    """Beat's sweep: write the reminders now due, enqueue due deliveries (retries, lost enqueues), and forget
+    finished deliveries past ``HANGO_WEBHOOK_DELIVERIES_RETENTION``."""
     reminded = remind(runtime)
-    return SweepReport(reminded=reminded, enqueued=enqueue_due(runtime))
+    enqueued = enqueue_due(runtime)
+    return SweepReport(reminded=reminded, enqueued=enqueued, pruned=prune(runtime))
+
+
+def prune(runtime: Runtime) -> int:
+    """Forget finished deliveries older than the retention, ten batches at most per sweep; returns how many."""
+    settings = runtime.settings
+    before = datetime.now(UTC) - settings.webhook_deliveries_retention
+    with runtime.db.transaction() as session:
+        return store.prune_finished(session, before, 10 * settings.webhook_batch)
 
 
 def enqueue_due(runtime: Runtime) -> int:

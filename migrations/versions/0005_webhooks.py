@@ -76,6 +76,7 @@ def upgrade() -> None:
         op.f("ix_webhook_deliveries_state_next_attempt_at"), "webhook_deliveries", ["state", "next_attempt_at"]
     )
     op.create_index(op.f("ix_webhook_deliveries_webhook_id_state"), "webhook_deliveries", ["webhook_id", "state"])
+    op.create_index(op.f("ix_webhook_deliveries_created_at"), "webhook_deliveries", ["created_at"])
 
 
 def downgrade() -> None:

@@ -6,7 +6,7 @@ import base64
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,11 +16,12 @@ from sqlalchemy import select
 from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
-from hango.models import AuditEvent, Webhook
+from hango.models import AuditEvent, Webhook, WebhookDelivery
 from hango.queue import DeliveryQueue
 from hango.run import transitions
 from hango.run.runtime import Runtime, unit_of_work
 from hango.store.runs import lock_run
+from hango.webhooks import delivery
 from hango.webhooks.signing import verify
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, finished, pending, suspended_run, write_memory
@@ -456,3 +457,35 @@ def test_a_rolled_back_change_sends_nothing_and_a_committed_one_is_delivered(
     [ended] = arrived(receiver, "run.finished")
     assert (ended.json["data"]["id"], ended.json["data"]["state"]) == (run_id, "cancelled")
     assert [d["event_type"] for d in deliveries(client, tenant.owner, created["id"])] == ["run.finished"]
+
+
+def test_the_sweep_forgets_finished_deliveries_past_their_retention_and_keeps_the_rest(
+    client: FlaskClient, settings: Settings, db: Database, tenant: TenantFixture, receiver: Receiver
+) -> None:
+    created = create_webhook(client, tenant.owner, receiver.url, ["run.finished"])
+    now = datetime.now(UTC)
+    old, recent = now - timedelta(days=31), now - timedelta(days=29)
+    ages = {"old delivered": (old, "delivered"), "old failed": (old, "failed"), "old pending": (old, "pending")}
+    ages |= {"recent delivered": (recent, "delivered")}
+    rows = {name: uuid.uuid4() for name in ages}
+    with db.transaction() as session:
+        for name, (created_at, state) in ages.items():
+            session.add(
+                WebhookDelivery(
+                    id=rows[name],
+                    tenant_id=tenant.id,
+                    webhook_id=uuid.UUID(created["id"]),
+                    event_id=uuid.uuid4(),
+                    event_type="run.finished",
+                    payload={"type": "run.finished"},
+                    state=state,
+                    attempts=1,
+                    next_attempt_at=now + timedelta(days=1),  # the pending one is not due: nothing sends it
+                    retry_until=now + timedelta(days=1),
+                    created_at=created_at,
+                )
+            )
+    kept = settings.replace(webhook_deliveries_retention=timedelta(days=30))
+    assert delivery.sweep(Runtime.build(kept, db=db)).pruned == 2
+    left = {item["id"] for item in deliveries(client, tenant.owner, created["id"])}
+    assert left == {str(rows["old pending"]), str(rows["recent delivered"])}
