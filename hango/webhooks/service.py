@@ -5,6 +5,7 @@ Owners and admins only. Each function owns its transaction; a manual retry is en
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from hango.webhooks import addresses
 from hango.webhooks.outbox import retry_window
 from hango.webhooks.secret_box import SecretBox
 from hango.webhooks.signing import new_secret
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,13 +51,16 @@ def create(runtime: Runtime, principal: Principal, url: str, events: Sequence[st
     except addresses.RefusedUrl as exc:
         raise InvalidInput.field("url", str(exc)) from exc
     secret = new_secret()
+    box = SecretBox(settings.webhook_secret_keys)
+    if not box.encrypts:
+        log.warning("storing a webhook secret unencrypted: set HANGO_WEBHOOK_SECRET_KEYS to encrypt secrets at rest")
     webhook = Webhook(
         id=uuid.uuid4(),
         tenant_id=principal.tenant_id,
         url=url,
         events=list(dict.fromkeys(events)),
         description=description,
-        secret=SecretBox(settings.webhook_secret_keys).seal(secret),
+        secret=box.seal(secret),
         active=True,
         created_by=principal.user_id,
     )
