@@ -32,6 +32,9 @@ class Approval(ma.Schema):
     tool_call_id = fields.String(required=True)
     tool_name = fields.String(required=True)
     arguments = fields.Dict(required=True)
+    arguments_sha256 = fields.String(
+        required=True, metadata={"description": "hex SHA-256 of the RFC 8785 canonical JSON of arguments"}
+    )
     allowed_decisions = fields.List(fields.String(), required=True)
     state = fields.String(required=True)
     subagent_call_id = fields.UUID(allow_none=True, required=True)

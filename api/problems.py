@@ -19,6 +19,7 @@ from hango.errors import (
     NotFound,
     PartialDecision,
     RetryLater,
+    StaleApproval,
     StreamCapacityFull,
     TooManyStreams,
     Unauthorized,
@@ -41,6 +42,7 @@ _DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
     (InvalidInput, 400, "Invalid request"),
     (PartialDecision, 409, "Partial decision"),
     (NotAwaitingApproval, 409, "Run not awaiting approval"),
+    (StaleApproval, 409, "Stale approval"),
     (Unauthorized, 401, "Unauthorized"),
     (Forbidden, 403, "Forbidden"),
     (NotFound, 404, "Not found"),
@@ -52,6 +54,7 @@ _DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
 
 _KINDS: dict[type[HangoError], str] = {
     PartialDecision: "partial-decision",
+    StaleApproval: "stale-approval",
     NotAwaitingApproval: "not-awaiting-approval",
     TooManyStreams: "too-many-streams",
     StreamCapacityFull: "stream-capacity-full",
@@ -85,11 +88,16 @@ def _domain_problem(error: HangoError) -> Response:
                 extra["errors"] = field_errors(error.errors)
             if isinstance(error, PartialDecision):
                 extra["remaining"] = error.remaining
-            response = problem(status, title, str(error), kind=_KINDS.get(cls), **extra)
+            response = problem(status, title, str(error), kind=_kind(error), **extra)
             if isinstance(error, RetryLater):
                 response.headers["Retry-After"] = str(error.retry_after)
             return response
     return _internal_problem(error)
+
+
+def _kind(error: HangoError) -> str | None:
+    """The most specific problem type named for the error's class or one of its bases."""
+    return next((_KINDS[cls] for cls in type(error).__mro__ if cls in _KINDS), None)
 
 
 def _http_problem(error: HTTPException) -> Response:

@@ -2,7 +2,8 @@
 
 A decision request is checked in the contract's order — 404 (run not visible), 403 (not an owner or admin; a
 member never decides, the run's creator included), 400 (malformed or invalid decisions; nothing stored), 409 (run
-no longer waiting, or decisions not covering every pending call; nothing stored) — and then, in one transaction,
+no longer waiting, decisions not covering every pending call, or a decision bound by ``arguments_sha256`` to other
+arguments than the call's; nothing stored) — and then, in one transaction,
 stores every decision and moves the run ``awaiting_approval → queued`` under its row lock. Two concurrent final
 decisions therefore produce one transition: the second finds the run already ``queued`` and gets a 409.
 """
@@ -21,7 +22,16 @@ from marshmallow import ValidationError, fields, validate, validates_schema
 from hango.agent.interrupts import compile_rules
 from hango.agent.state import arguments_changed
 from hango.auth import Principal
-from hango.errors import FieldError, Forbidden, HangoError, InvalidInput, NotAwaitingApproval, PartialDecision
+from hango.canonical import sha256_hex
+from hango.errors import (
+    FieldError,
+    Forbidden,
+    HangoError,
+    InvalidInput,
+    NotAwaitingApproval,
+    PartialDecision,
+    StaleApproval,
+)
 from hango.models import DECISIONS, Outcome, PendingApproval, Run
 from hango.pagination import Page, PageRequest
 from hango.run import transitions
@@ -43,6 +53,12 @@ class DecisionSchema(ma.Schema):
     decision = fields.String(required=True, validate=validate.OneOf(DECISIONS))
     args = fields.Dict(keys=fields.String())
     message = fields.String(validate=validate.Length(max=100_000))
+    arguments_sha256 = fields.String(
+        validate=validate.Regexp(
+            r"^[0-9a-f]{64}$", error="must be the hex SHA-256 of the arguments (64 lowercase hex digits)"
+        ),
+        metadata={"description": "the approval's arguments_sha256 as the reviewer saw it; another is a 409"},
+    )
 
     @validates_schema
     def _coherent(self, data: dict[str, Any], **_: Any) -> None:
@@ -181,6 +197,7 @@ def _checked(
     chosen = _resolve(decisions, rows)
     _check(runtime, run, decisions, chosen)
     _check_complete(run, rows, chosen)
+    _check_seen(decisions, chosen)
     return decisions, chosen
 
 
@@ -342,6 +359,17 @@ def _check_complete(run: Run, rows: list[PendingApproval], chosen: list[PendingA
             f"{len(remaining)} pending call(s) of this run have no decision; decide them all in one request",
             [{"id": str(row.id), "tool_call_id": row.tool_call_id, "tool_name": row.tool_name} for row in remaining],
         )
+
+
+def _check_seen(decisions: list[dict[str, Any]], rows: list[PendingApproval]) -> None:
+    """Refuse decisions bound to arguments other than the call's (a reviewer's stale or forged view)."""
+    for decision, row in zip(decisions, rows, strict=True):
+        seen = decision.get("arguments_sha256")
+        if seen is not None and seen != sha256_hex(row.arguments):
+            raise StaleApproval(
+                f"approval {row.id}: the decision was made on other arguments than the call's "
+                f"(arguments_sha256 {seen} is not theirs); read the approval again"
+            )
 
 
 def list_for_run(

@@ -61,6 +61,10 @@ class NotAwaitingApproval(Conflict):
     """A decision arrived for a run that is no longer waiting (decided by someone else, expired, cancelled)."""
 
 
+class StaleApproval(Conflict):
+    """A decision names a digest of arguments other than the call's: its reviewer saw something else."""
+
+
 class PartialDecision(Conflict):
     """The decisions do not cover every pending call of the run; ``remaining`` lists the others."""
 

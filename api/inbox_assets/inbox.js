@@ -444,7 +444,12 @@
   async function stage(item, decision, problem) {
     const staged = page.staged.get(item.run_id) || new Map();
     page.staged.set(item.run_id, staged);
-    staged.set(item.tool_call_id, { tool_call_id: item.tool_call_id, ...decision });
+    // Bound to the arguments shown: if the call is not what this page displayed, the server refuses (409).
+    staged.set(item.tool_call_id, {
+      tool_call_id: item.tool_call_id,
+      arguments_sha256: item.arguments_sha256,
+      ...decision,
+    });
     const siblings = [...page.pending.values()].filter((other) => other.run_id === item.run_id);
     const missing = siblings.filter((other) => !staged.has(other.tool_call_id));
     if (missing.length) {

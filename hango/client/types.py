@@ -102,6 +102,7 @@ class Approval(TypedDict):
     tool_call_id: str
     tool_name: str
     arguments: dict[str, Any]
+    arguments_sha256: str  # hex SHA-256 of the arguments' RFC 8785 canonical JSON
     allowed_decisions: list[DecisionKind]
     state: ApprovalState
     subagent_call_id: str | None
@@ -122,6 +123,7 @@ class Decision(TypedDict, total=False):
     decision: Required[DecisionKind]
     args: dict[str, Any]
     message: str
+    arguments_sha256: str  # the approval's, as the decider saw it: another is a 409 stale-approval
 
 
 class DecisionResult(TypedDict):

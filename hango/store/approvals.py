@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from hango.auth import Principal
+from hango.canonical import sha256_hex
 from hango.errors import NotFound
 from hango.models import PendingApproval, Run
 from hango.pagination import Page, PageRequest, paginate
@@ -27,6 +28,7 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
         "tool_call_id": row.tool_call_id,
         "tool_name": row.tool_name,
         "arguments": row.arguments,
+        "arguments_sha256": sha256_hex(row.arguments),
         "allowed_decisions": list(row.allowed_decisions),
         "state": row.state,
         "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
@@ -55,6 +57,7 @@ def requested_event(row: PendingApproval) -> dict[str, Any]:
         "tool_call_id": row.tool_call_id,
         "tool_name": row.tool_name,
         "arguments": row.arguments,
+        "arguments_sha256": sha256_hex(row.arguments),
         "allowed_decisions": list(row.allowed_decisions),
         "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
     }

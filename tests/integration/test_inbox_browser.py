@@ -87,7 +87,11 @@ def test_an_approval_appears_live_and_approving_it_resumes_the_run(
     expect(approval).to_contain_text(tenant.owner.email)
     expect(approval.get_by_label("Arguments as JSON")).to_contain_text('"content": "new line"')
     _shot(page, "inbox-queue.png")
-    approval.get_by_role("button", name="Approve").click()
+    [shown] = _pending(client, tenant.owner, run_id)
+    with page.expect_request(lambda request: request.method == "POST") as sent:
+        approval.get_by_role("button", name="Approve").click()
+    # The decision is bound to the arguments the card showed.
+    assert sent.value.post_data_json["decisions"][0]["arguments_sha256"] == shown["arguments_sha256"]
     expect(approval).to_have_count(0, timeout=LIVE)
     assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
 
