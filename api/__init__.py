@@ -21,6 +21,7 @@ from hango.api import (
     ops,
     problems,
     runs,
+    tenant,
     users,
     webhooks,
 )
@@ -32,7 +33,16 @@ from hango.run.runtime import Runtime
 from hango.run.stream import Live
 from hango.telemetry import tracing_enabled
 
-_BLUEPRINTS = (users.blp, agents.blp, files.blp, runs.blp, approvals.blp, audit_events.blp, webhooks.blp)
+_BLUEPRINTS = (
+    users.blp,
+    agents.blp,
+    files.blp,
+    runs.blp,
+    approvals.blp,
+    audit_events.blp,
+    webhooks.blp,
+    tenant.blp,
+)
 # Probes and scrapes come every few seconds and say nothing about what users did.
 _UNTRACED = "/healthz,/readyz,/metrics"
 

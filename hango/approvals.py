@@ -18,6 +18,7 @@ from typing import Any
 
 import marshmallow as ma
 from marshmallow import ValidationError, fields, validate, validates_schema
+from sqlalchemy.orm import Session
 
 from hango.agent.interrupts import compile_rules
 from hango.agent.state import arguments_changed
@@ -37,6 +38,7 @@ from hango.pagination import Page, PageRequest
 from hango.run import transitions
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.store import approvals as store
+from hango.store import tenants as tenant_store
 from hango.store.audit import AuditRecord, insert_audit_events
 from hango.telemetry import link_decision
 from hango.validation import field_errors
@@ -150,7 +152,7 @@ def decide(
         run, rows = store.locked_with_approvals(work.session, principal, run_id)
         suspended = run.trace_context  # the suspended run's span, read under the lock that decides
         try:
-            decisions, chosen = _checked(runtime, principal, run, rows, body)
+            decisions, chosen = _checked(runtime, work.session, principal, run, rows, body)
         except HangoError as refusal:
             # Every check comes before the first write, so the refusal's audit rows are all this commits.
             insert_audit_events(
@@ -188,11 +190,13 @@ def _log_decided(row: PendingApproval, principal: Principal, trace_id: str | Non
 
 
 def _checked(
-    runtime: Runtime, principal: Principal, run: Run, rows: list[PendingApproval], body: Any
+    runtime: Runtime, session: Session, principal: Principal, run: Run, rows: list[PendingApproval], body: Any
 ) -> tuple[list[dict[str, Any]], list[PendingApproval]]:
     """The request's decisions and the approvals they name, once every check passed (403, then 400, then 409)."""
     if not principal.is_manager:
         raise Forbidden("only an owner or admin may decide approvals; a member never may, not even for their own run")
+    if run.created_by == principal.user_id and not tenant_store.allows_self_approval(session, principal.tenant_id):
+        raise Forbidden("this tenant's policy forbids self-approval: the run's creator may not decide its approvals")
     decisions = _parse(body)
     chosen = _resolve(decisions, rows)
     _check(runtime, run, decisions, chosen)

@@ -26,6 +26,7 @@ from sqlalchemy import (
     UniqueConstraint,
     func,
     text,
+    true,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -102,6 +103,8 @@ class Tenant(Base):
     name: Mapped[str] = mapped_column(Text, nullable=False)
     # The last number given to an event of the tenant's approval stream (``approval_events.seq``).
     approval_event_seq: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    # Whether a run's creator may decide that run's approvals (as an owner or admin); ``PUT /v1/tenant``.
+    self_approval: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=true())
     created_at: Mapped[datetime] = _created_at()
 
 

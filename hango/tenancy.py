@@ -144,3 +144,33 @@ def revoke_token(db: Database, principal: Principal, token_id: uuid.UUID) -> Api
         require_token_authority(principal, tenant_store.get_membership(session, principal.tenant_id, record.user_id))
         token_store.revoke_token(record)
     return record
+
+
+@dataclass(frozen=True)
+class TenantPolicy:
+    """The tenant's settings that govern approvals."""
+
+    id: uuid.UUID
+    name: str
+    self_approval: bool
+
+
+def tenant_policy(db: Database, principal: Principal) -> TenantPolicy:
+    """The caller's tenant and its approval settings (everyone in the tenant may read them)."""
+    with db.read() as session:
+        tenant = tenant_store.get_tenant(session, principal.tenant_id)
+        return TenantPolicy(tenant.id, tenant.name, tenant.self_approval)
+
+
+def set_self_approval(db: Database, principal: Principal, allowed: bool) -> TenantPolicy:
+    """Whether a run's creator may decide that run's approvals (owner only).
+
+    Raises:
+        Forbidden: the caller is not an owner.
+    """
+    if principal.role != "owner":
+        raise Forbidden("only an owner may change the tenant's approval policy")
+    with db.transaction() as session:
+        tenant = tenant_store.get_tenant(session, principal.tenant_id, lock=True)
+        tenant.self_approval = allowed
+        return TenantPolicy(tenant.id, tenant.name, tenant.self_approval)

@@ -63,3 +63,16 @@ def list_members(session: Session, tenant_id: uuid.UUID, page: PageRequest) -> P
     """The tenant's memberships, oldest first."""
     statement = select(Membership).where(Membership.tenant_id == tenant_id)
     return paginate(session, statement, [Membership.created_at, Membership.id], page)
+
+
+def get_tenant(session: Session, tenant_id: uuid.UUID, *, lock: bool = False) -> Tenant:
+    """A tenant by id (locked for update when ``lock``); :class:`NotFound` once it is gone."""
+    tenant = session.get(Tenant, tenant_id, with_for_update=lock)
+    if tenant is None:
+        raise NotFound("the tenant no longer exists")
+    return tenant
+
+
+def allows_self_approval(session: Session, tenant_id: uuid.UUID) -> bool:
+    """Whether the tenant lets a run's creator decide that run's approvals."""
+    return bool(session.scalar(select(Tenant.self_approval).where(Tenant.id == tenant_id)))

@@ -1,0 +1,46 @@
+"""The caller's tenant and its approval policy: ``GET`` for everyone in it, ``PUT`` for an owner (audited)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import marshmallow as ma
+from marshmallow import fields
+
+from hango import tenancy
+from hango.api.audit import audit_target, audited
+from hango.api.context import principal, services
+from hango.api.parsing import Blueprint
+
+blp = Blueprint("tenant", __name__, url_prefix="/v1", description="The tenant's settings")
+
+
+class TenantSettings(ma.Schema):
+    id = fields.UUID(required=True)
+    name = fields.String(required=True)
+    self_approval = fields.Boolean(
+        required=True, metadata={"description": "false: a run's creator may never decide that run's approvals"}
+    )
+
+
+class TenantUpdate(ma.Schema):
+    self_approval = fields.Boolean(required=True, truthy={True}, falsy={False})  # JSON true or false only
+
+
+@blp.route("/tenant", methods=["GET"])
+@blp.response(200, TenantSettings)
+def get_tenant() -> tenancy.TenantPolicy:
+    """The tenant's settings (everyone in the tenant)."""
+    return tenancy.tenant_policy(services().db, principal())
+
+
+@blp.route("/tenant", methods=["PUT"])
+@blp.problems(403)
+@blp.arguments(TenantUpdate)
+@blp.response(200, TenantSettings)
+@audited("tenant.update", "tenant")
+def update_tenant(body: dict[str, Any]) -> tenancy.TenantPolicy:
+    """Change the approval policy (owner only): ``self_approval`` false forbids a run's creator, even an owner or
+    admin, to decide that run's approvals."""
+    audit_target("tenant", principal().tenant_id, self_approval=body["self_approval"])
+    return tenancy.set_self_approval(services().db, principal(), body["self_approval"])
