@@ -23,13 +23,18 @@ class TenantSettings(ma.Schema):
     )
 
 
+class NoQuery(ma.Schema):
+    """No query parameters: an unknown one is a 400, as on every other route."""
+
+
 class TenantUpdate(ma.Schema):
     self_approval = fields.Boolean(required=True, truthy={True}, falsy={False})  # JSON true or false only
 
 
 @blp.route("/tenant", methods=["GET"])
+@blp.arguments(NoQuery, location="query")
 @blp.response(200, TenantSettings)
-def get_tenant() -> tenancy.TenantPolicy:
+def get_tenant(args: dict[str, Any]) -> tenancy.TenantPolicy:
     """The tenant's settings (everyone in the tenant)."""
     return tenancy.tenant_policy(services().db, principal())
 

@@ -120,6 +120,7 @@ JSON_ENDPOINTS: dict[tuple[str, str], tuple[dict[str, Any], str, Any]] = {
         True,
     ),
     ("POST", "/v1/webhooks"): ({"url": "https://93.184.215.14/hook", "events": ["run.finished"]}, "events[0]", 7),
+    ("PUT", "/v1/tenant"): ({"self_approval": True}, "self_approval", "yes"),
 }
 
 
