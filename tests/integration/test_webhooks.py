@@ -486,6 +486,8 @@ def test_the_sweep_forgets_finished_deliveries_past_their_retention_and_keeps_th
                 )
             )
     kept = settings.replace(webhook_deliveries_retention=timedelta(days=30))
-    assert delivery.sweep(Runtime.build(kept, db=db)).pruned == 2
+    # The session worker's beat sweeps with the same 30-day default and may prune them first: the rows left are
+    # the property, whichever sweep got there.
+    assert delivery.sweep(Runtime.build(kept, db=db)).pruned <= 2
     left = {item["id"] for item in deliveries(client, tenant.owner, created["id"])}
     assert left == {str(rows["old pending"]), str(rows["recent delivered"])}
