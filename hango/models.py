@@ -51,6 +51,8 @@ WebhookEventType = Literal[
 ]
 DeliveryState = Literal["pending", "delivered", "failed"]
 Outcome = Literal["success", "denied", "error"]
+Execution = Literal["not_started", "executing", "done", "outcome_unknown"]
+Vote = Literal["approve", "reject"]
 
 ROLES: tuple[Role, ...] = get_args(Role)
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
@@ -58,6 +60,8 @@ APPROVAL_STATES: tuple[ApprovalState, ...] = get_args(ApprovalState)
 RUN_STATES: tuple[RunState, ...] = get_args(RunState)
 WEBHOOK_EVENT_TYPES: tuple[WebhookEventType, ...] = get_args(WebhookEventType)
 DELIVERY_STATES: tuple[DeliveryState, ...] = get_args(DeliveryState)
+EXECUTIONS: tuple[Execution, ...] = get_args(Execution)
+VOTES: tuple[Vote, ...] = get_args(Vote)
 TERMINAL_RUN_STATES: frozenset[RunState] = frozenset({"succeeded", "failed", "cancelled"})
 
 
@@ -346,6 +350,8 @@ class PendingApproval(Base):
         UniqueConstraint("run_id", "tool_call_id"),
         CheckConstraint(_in("state", APPROVAL_STATES), name="state"),
         CheckConstraint(_in("decision", ("", *DECISIONS)), name="decision"),
+        CheckConstraint(_in("execution", EXECUTIONS), name="execution"),
+        CheckConstraint("approvals_required BETWEEN 1 AND 5", name="approvals_required"),
         # The queue's keyset orders, for an owner or admin (the tenant's) and a member (their own runs').
         Index(None, "tenant_id", "state", "created_at", "id"),
         Index(None, "tenant_id", "created_at", "id"),
@@ -377,6 +383,62 @@ class PendingApproval(Base):
     created_at: Mapped[datetime] = _created_at()
     # When the ``approval.reminder`` webhooks were written (once per approval; migration 0005).
     reminded_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    # Where an approved call stands (migration 0007): ``executing`` commits before the tool starts, ``done`` with
+    # its result; ``outcome_unknown`` when a worker died mid-call and the tool is not idempotent.
+    execution: Mapped[str] = mapped_column(Text, nullable=False, server_default="not_started")
+    # Who may decide, copied from the rule at suspension: ``{"roles": [...], "users": [...]}``; null for anyone
+    # the roles allow.
+    reviewers: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    # Distinct approving votes the call needs (the rule's ``approvals_required``; 1 is a plain decision).
+    approvals_required: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
+    # The standing approval that decided this call without a human, if one did.
+    grant_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("grants.id", ondelete="SET NULL"), nullable=True)
+
+
+class ApprovalVote(Base):
+    """One reviewer's vote on an approval of a quorum rule: who, when, and what (the message of a reject)."""
+
+    __tablename__ = "approval_votes"
+    __table_args__ = (
+        UniqueConstraint("approval_id", "user_id"),
+        CheckConstraint(_in("vote", VOTES), name="vote"),
+        Index(None, "tenant_id", "run_id"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    run_id: Mapped[uuid.UUID] = _run_fk()
+    approval_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("pending_approvals.id", ondelete="CASCADE"), nullable=False
+    )
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), nullable=False)
+    vote: Mapped[str] = mapped_column(Text, nullable=False)
+    message: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    created_at: Mapped[datetime] = _created_at()
+
+
+class Grant(Base):
+    """A standing approval: calls of ``tool_name`` by ``agent_id`` that match ``when`` (and, if set, belong to
+    ``run_id``) run without waiting for a human until ``expires_at`` or a revocation."""
+
+    __tablename__ = "grants"
+    __table_args__ = (
+        Index(None, "tenant_id", "agent_id", "tool_name"),
+        Index(None, "tenant_id", "created_at", "id"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    agent_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), nullable=False)
+    tool_name: Mapped[str] = mapped_column(Text, nullable=False)
+    # Matchers as in an interrupt rule's ``when``; null matches every call of the tool.
+    when: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=True)
+    created_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), nullable=False)
+    created_at: Mapped[datetime] = _created_at()
+    expires_at: Mapped[datetime] = mapped_column(nullable=False)
+    revoked_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    revoked_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id"), nullable=True)
 
 
 class ApprovalEvent(Base):
