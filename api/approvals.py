@@ -18,7 +18,7 @@ from hango.api.runs import Run
 from hango.api.schemas import ListArgs, list_of, page_request
 from hango.approvals import DecisionsSchema
 from hango.errors import InvalidInput
-from hango.models import APPROVAL_STATES
+from hango.models import APPROVAL_STATES, EXECUTIONS
 from hango.pagination import Page
 from hango.run.stream import open_approval_stream
 from hango.store.approvals import approval_json
@@ -45,6 +45,14 @@ class Approval(ma.Schema):
     decision_message = fields.String(allow_none=True, required=True)
     decided_by = fields.UUID(allow_none=True, required=True)
     decided_at = fields.DateTime(allow_none=True, required=True)
+    execution = fields.String(
+        required=True,
+        validate=validate.OneOf(EXECUTIONS),
+        metadata={
+            "description": "where an approved call stands: executing commits before the tool starts, done with its "
+            "result; outcome_unknown when its worker stopped mid-call and the tool is not idempotent"
+        },
+    )
 
 
 class DecisionResult(ma.Schema):

@@ -31,6 +31,14 @@ class Decision:
     args: dict[str, Any] | None = None
     message: str = ""
     decided_by: str | None = None
+    # Where the approved call stood when the loop loaded the decision (``pending_approvals.execution``):
+    # ``executing`` means a worker died while it ran.
+    execution: str = "not_started"
+
+    @property
+    def runs_tool(self) -> bool:
+        """Whether this decision runs the call (approve, edit) rather than answering it (reject, respond)."""
+        return self.kind in ("approve", "edit")
 
     def changes_arguments(self, original: Any) -> bool:
         """Whether this decision runs the call with other arguments than ``original`` (the model's)."""
@@ -60,13 +68,16 @@ class LoopState:
       repair middleware leaves these calls alone: they are not dangling, they are waiting or about to run);
     - ``decisions``: the human decisions loaded for this execution, by tool call id (read from the approvals on
       every resume, consumed as each call runs; never persisted with the state);
-    - ``suspended_at``: when the loop last suspended (the claim that resumes it reads and clears it).
+    - ``suspended_at``: when the loop last suspended (the claim that resumes it reads and clears it);
+    - ``executions``: how the approved calls of the running batch ended, by approval id (``done`` or
+      ``outcome_unknown``), written with the batch's results (never persisted with the state).
     """
 
     messages: list[Message]
     suspended_batch: list[str] = field(default_factory=list)
     decisions: dict[str, Decision] = field(default_factory=dict)
     suspended_at: datetime | None = None
+    executions: dict[str, str] = field(default_factory=dict)
 
     @property
     def turn(self) -> int:

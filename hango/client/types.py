@@ -10,6 +10,7 @@ Role = Literal["owner", "admin", "member"]
 RunState = Literal["queued", "running", "awaiting_approval", "succeeded", "failed", "cancelled"]
 ApprovalState = Literal["pending", "decided", "expired", "cancelled"]
 DecisionKind = Literal["approve", "edit", "reject", "respond"]
+Execution = Literal["not_started", "executing", "done", "outcome_unknown"]
 
 
 class Page(TypedDict, Generic[T]):
@@ -113,6 +114,7 @@ class Approval(TypedDict):
     decision_message: str | None
     decided_by: str | None
     decided_at: str | None
+    execution: Execution  # where an approved call stands; outcome_unknown: its worker stopped mid-call
 
 
 class Decision(TypedDict, total=False):

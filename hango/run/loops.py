@@ -43,6 +43,7 @@ def decision_of(row: PendingApproval) -> Decision:
         args=row.decision_args,
         message=row.decision_message,
         decided_by=str(row.decided_by) if row.decided_by else None,
+        execution=row.execution,
     )
 
 

@@ -27,6 +27,7 @@ from hango.agent.tools.base import ToolTimeout
 from hango.models import Run
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.run.transitions import Lease
+from hango.store import approvals as approval_store
 from hango.store import runs as run_store
 from hango.store import subagent_calls as subagent_store
 from hango.store.files import SqlFileSystem
@@ -124,6 +125,7 @@ class _Batch:
 
     work: Work
     lease: Lease
+    tenant_id: uuid.UUID
     files: FileSystem
     subagent_call_id: uuid.UUID | None
     finished: list[dict[str, Any]] = field(default_factory=list)
@@ -145,7 +147,13 @@ class _Batch:
 
     def append(self, messages: list[Message], state: LoopState) -> list[Message]:
         finished = [("tool.finished", data) for data in self.finished]
-        return write_messages(self.work, self.lease, messages, state, self.subagent_call_id, events=finished)
+        stored = write_messages(self.work, self.lease, messages, state, self.subagent_call_id, events=finished)
+        if state.executions:
+            # The approved calls' ends commit with their results: a call is ``done`` exactly when its result is.
+            session, run_id = self.work.session, self.lease.run_id
+            approval_store.record_executions(session, self.tenant_id, run_id, state.executions)
+            state.executions.clear()
+        return stored
 
 
 class RunPersistence:
@@ -199,11 +207,18 @@ class RunPersistence:
             run = fenced(work, self._lease, {"updated_at": datetime.now(UTC)}, events=1)
             work.numbered(run, [("tool.started", {"tool_call_id": call.id, "tool_name": call.name})])
 
+    def execution_started(self, approval_id: str) -> None:
+        """Commit an approved call's ``executing`` mark before its tool starts (fenced: a run no longer this
+        worker's stops here, and its call does not run)."""
+        with unit_of_work(self._runtime) as work:
+            fenced(work, self._lease, {"updated_at": datetime.now(UTC)})
+            approval_store.mark_executing(work.session, self.tenant_id, self.run_id, uuid.UUID(approval_id))
+
     @contextmanager
     def batch(self) -> Iterator[_Batch]:
         """The batch's transaction: tools' file changes and the batch's results commit together or not at all."""
         with unit_of_work(self._runtime) as work:
-            yield _Batch(work, self._lease, self._files(work.session), self.subagent_call_id)
+            yield _Batch(work, self._lease, self.tenant_id, self._files(work.session), self.subagent_call_id)
 
     @contextmanager
     def files(self) -> Iterator[FileSystem]:

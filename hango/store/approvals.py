@@ -39,6 +39,7 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
         "decision_message": row.decision_message or None,
         "decided_by": str(row.decided_by) if row.decided_by else None,
         "decided_at": row.decided_at,
+        "execution": row.execution,
     }
 
 
@@ -140,6 +141,35 @@ def decided_unanswered(session: Session, run: Run, subagent_call_id: uuid.UUID |
     else:
         statement = statement.where(PendingApproval.subagent_call_id == subagent_call_id)
     return list(session.scalars(statement))
+
+
+def mark_executing(session: Session, tenant_id: uuid.UUID, run_id: uuid.UUID, approval_id: uuid.UUID) -> None:
+    """An approved call is about to run: ``executing`` (again, for an idempotent call a dead worker left)."""
+    session.execute(
+        update(PendingApproval)
+        .where(
+            PendingApproval.tenant_id == tenant_id,
+            PendingApproval.run_id == run_id,
+            PendingApproval.id == approval_id,
+            PendingApproval.execution.in_(("not_started", "executing")),
+        )
+        .values(execution="executing")
+    )
+
+
+def record_executions(session: Session, tenant_id: uuid.UUID, run_id: uuid.UUID, ended: dict[str, str]) -> None:
+    """How a batch's approved calls ended (``done`` or ``outcome_unknown``), written with the batch's results."""
+    for execution in sorted(set(ended.values())):
+        ids = [uuid.UUID(approval_id) for approval_id, value in ended.items() if value == execution]
+        session.execute(
+            update(PendingApproval)
+            .where(
+                PendingApproval.tenant_id == tenant_id,
+                PendingApproval.run_id == run_id,
+                PendingApproval.id.in_(ids),
+            )
+            .values(execution=execution)
+        )
 
 
 def close_pending(session: Session, run: Run, state: str) -> list[PendingApproval]:

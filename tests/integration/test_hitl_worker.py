@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import uuid
 from datetime import timedelta
 
 import pytest
 from flask.testing import FlaskClient
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
-from hango.models import File
 from hango.queue import STATS_TASK
 from hango.run.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
-from tests.integration.hitl_helpers import MEMORY, decide, pending, tool_results, write_memory
-from tests.support.processes import wait_until, worker
-from tests.support.tools import executions
+from tests.integration.hitl_helpers import decide, write_memory
+from tests.support.processes import worker
 
 
 @pytest.fixture
@@ -70,41 +66,6 @@ def test_a_suspended_run_holds_no_slot_thread_or_connection(
         assert _open_transactions(db) == 0
         assert decide(client, tenant.owner, suspended, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
         assert wait_for_state(client, tenant.owner, suspended, {"succeeded", "failed"})["state"] == "succeeded"
-
-
-def test_a_worker_dying_during_an_approved_call_loses_no_approval(
-    own: tuple[Settings, FlaskClient, Runtime], tenant: TenantFixture, db: Database
-) -> None:
-    """At-least-once for the approved batch: the decision survives, the batch runs again after the crash.
-
-    Effects inside PostgreSQL (the built-in file tools) commit with the batch's results, so they happen once;
-    an effect outside it (here a Redis counter) happens again.
-    """
-    settings, client, _ = own
-    key = uuid.uuid4().hex
-    edit = {"id": "e", "name": "edit_file", "args": {"file_path": MEMORY, "old_string": "x", "new_string": "xy"}}
-    slow = {"id": "s", "name": "slow_count", "args": {"key": key, "seconds": 30}}
-    agent_id = create_agent(
-        client, tenant.owner, [{"tool_calls": [edit, slow]}, {"text": "done"}], interrupt_on={"slow_count": True}
-    )
-    with db.transaction() as session:
-        session.add(File(id=uuid.uuid4(), tenant_id=tenant.id, agent_id=uuid.UUID(agent_id), path=MEMORY, content="x"))
-    with worker(settings, concurrency=1, beat=False, name="approved-doomed") as doomed:
-        run_id = start_run(client, tenant.owner, agent_id)
-        assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval"})["state"] == "awaiting_approval"
-        decisions = [{"tool_call_id": "e", "decision": "approve"}, {"tool_call_id": "s", "decision": "approve"}]
-        assert decide(client, tenant.owner, run_id, *decisions).status_code == 200
-        wait_until(lambda: executions(key) == 1, timeout=30)
-        os.killpg(doomed.pid, signal.SIGKILL)
-    with worker(settings, concurrency=1, beat=True, name="approved-rescuer"):
-        assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"}, timeout=60)["state"] == "succeeded"
-    results = tool_results(client, tenant.owner, run_id)
-    assert results["s"]["content"] == f"counted {key} (2)"
-    assert not results["e"]["is_error"]
-    assert {a["state"] for a in pending(client, tenant.owner, run_id, "all")} == {"decided"}
-    with db.transaction() as session:
-        content = session.scalar(select(File.content).where(File.agent_id == uuid.UUID(agent_id), File.path == MEMORY))
-    assert content == "xy", "the file edit of the crashed attempt was not rolled back"
 
 
 def test_the_beat_scheduled_sweeper_expires_a_stale_run(

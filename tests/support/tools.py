@@ -1,6 +1,8 @@
 """Tools for tests, loaded by workers through ``HANGO_TOOL_MODULES=tests.support.tools``.
 
-``count`` records every execution in Redis so a test can prove a call ran exactly once (or never); ``sleep``
+``count`` records every execution in Redis so a test can prove a call ran exactly once (or never);
+``slow_count`` and ``idempotent_slow_count`` (which declares itself safe to run again) also record the
+``idempotency_key`` each execution was given, and sleep on their first execution only; ``sleep``
 holds a batch open long enough to kill or cancel a worker in the middle of it; ``explode`` is a buggy tool;
 ``nul_result`` answers what the database refuses to store; ``spin`` burns CPU in pure Python and swallows every
 ``Exception``, and ``scribble`` writes a file and then sleeps, so that a test can see the per-call timeout stop them
@@ -48,8 +50,17 @@ def _sleep(context: ToolContext, args: dict[str, Any]) -> str:
     return f"slept {args['seconds']}s"
 
 
+def keys_seen(key: str) -> list[str]:
+    """The ``idempotency_key`` of every execution of ``slow_count``/``idempotent_slow_count`` with this key."""
+    seen = redis.Redis.from_url(REDIS_URL).lrange(f"hango:test:keys:{key}", 0, -1)
+    return [value.decode() for value in seen]
+
+
 def _slow_count(context: ToolContext, args: dict[str, Any]) -> str:
     # Only the first execution sleeps, so a test can kill a worker in the middle of it and see a retry finish.
+    client = redis.Redis.from_url(REDIS_URL)
+    client.rpush(f"hango:test:keys:{args['key']}", context.idempotency_key or "")
+    client.expire(f"hango:test:keys:{args['key']}", 3600)
     total = _incr(args["key"])
     if total == 1:
         time.sleep(float(args["seconds"]))
@@ -115,6 +126,18 @@ TOOLS = [
             "additionalProperties": False,
         },
         _slow_count,
+    ),
+    Tool(
+        "idempotent_slow_count",
+        "Count an execution; the first one also sleeps. Safe to run again.",
+        {
+            "type": "object",
+            "properties": {"key": {"type": "string"}, "seconds": {"type": "number", "minimum": 0, "maximum": 60}},
+            "required": ["key", "seconds"],
+            "additionalProperties": False,
+        },
+        _slow_count,
+        idempotent=True,
     ),
     Tool("explode", "Always fails.", {"type": "object", "additionalProperties": False}, _explode),
     Tool(

@@ -111,6 +111,8 @@ class MemoryBatch:
         return run()
 
     def append(self, messages: list[Message], state: LoopState) -> list[Message]:
+        self.port.executions.update(state.executions)
+        state.executions.clear()
         return self.port.append(messages, state)
 
 
@@ -121,6 +123,9 @@ class MemoryPort:
     stored: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     started: list[str] = field(default_factory=list)
+    # Approval ids marked executing, in order, and how each batch's approved calls ended.
+    executing: list[str] = field(default_factory=list)
+    executions: dict[str, str] = field(default_factory=dict)
     stop_after: int | None = None
     files_view: MemoryFiles = field(default_factory=MemoryFiles)
     tenant_id: uuid.UUID = field(default_factory=uuid.uuid4)
@@ -142,6 +147,9 @@ class MemoryPort:
 
     def tool_started(self, call: ToolCall) -> None:
         self.started.append(call.id)
+
+    def execution_started(self, approval_id: str) -> None:
+        self.executing.append(approval_id)
 
     @contextmanager
     def batch(self) -> Iterator[MemoryBatch]:

@@ -3,6 +3,7 @@ when a batch is re-driven."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from hango.agent.interrupts import InterruptRule
 from hango.agent.messages import Message, ToolCall, ToolResult, tool_use_block
 from hango.agent.middleware.base import LoopScope, ToolCallRequest
-from hango.agent.middleware.hitl import HumanInTheLoop, rejection_text
+from hango.agent.middleware.hitl import OUTCOME_UNKNOWN, HumanInTheLoop, rejection_text
 from hango.agent.state import Decision, LoopState, PendingCall
 from hango.agent.tools.base import Tool, ToolContext
 from hango.models import DECISIONS
@@ -166,3 +167,63 @@ def test_the_review_holds_nothing_with_interrupts_off_or_for_a_call_that_could_n
         ToolCall("w", "write_file", {"file_path": "/notes.md", "content": "x"}), WRITE, request.context, request.scope
     )
     assert HumanInTheLoop({"write_file": SCOPED}).review_tool_call(outside) is None
+
+
+class MarkingInnermost(Innermost):
+    """Records, when the tool runs, which approvals were already marked executing."""
+
+    def __init__(self, port: MemoryPort) -> None:
+        super().__init__()
+        self.port = port
+        self.marked_before: list[list[str]] = []
+
+    def __call__(self, request: ToolCallRequest) -> ToolResult:
+        self.marked_before.append(list(self.port.executing))
+        return super().__call__(request)
+
+
+def _apply_marked(decision: Decision, tool: Tool = WRITE) -> tuple[ToolResult, ToolCallRequest, MarkingInnermost]:
+    request = dataclasses.replace(_request(decision), tool=tool)
+    port = request.scope.services
+    assert isinstance(port, MemoryPort)
+    innermost = MarkingInnermost(port)
+    result = HumanInTheLoop({"write_file": SCOPED}).wrap_tool_call(request, innermost)
+    return result, request, innermost
+
+
+@pytest.mark.parametrize("kind", ["approve", "edit"])
+def test_an_approved_call_is_marked_executing_before_it_runs_and_done_after(kind: str) -> None:
+    decision = _decision(kind, {**ORIGINAL, "content": "edited"} if kind == "edit" else None)
+    _, request, innermost = _apply_marked(decision)
+    assert innermost.marked_before == [[decision.approval_id]]
+    assert [r.context.idempotency_key for r in innermost.requests] == [decision.approval_id]
+    assert request.scope.state.executions == {decision.approval_id: "done"}
+
+
+@pytest.mark.parametrize(("kind", "message"), [("reject", "no"), ("respond", "42")])
+def test_an_answered_call_is_never_marked(kind: str, message: str) -> None:
+    _, request, innermost = _apply_marked(_decision(kind, message=message))
+    assert innermost.requests == []
+    assert isinstance(request.scope.services, MemoryPort)
+    assert request.scope.services.executing == []
+    assert request.scope.state.executions == {}
+
+
+def test_an_edit_the_worker_refuses_never_starts() -> None:
+    _, request, innermost = _apply_marked(_decision("edit", {"file_path": "/elsewhere.md", "content": "x"}))
+    assert innermost.requests == []
+    assert request.scope.state.executions == {}
+
+
+def test_a_call_left_executing_by_a_dead_worker_is_not_run_again_unless_idempotent() -> None:
+    left = dataclasses.replace(_decision("approve"), execution="executing")
+    result, request, innermost = _apply_marked(left)
+    assert innermost.requests == []
+    assert result == ToolResult("w", OUTCOME_UNKNOWN, is_error=True)
+    assert request.scope.state.executions == {left.approval_id: "outcome_unknown"}
+
+    again = dataclasses.replace(WRITE, idempotent=True)
+    result, request, innermost = _apply_marked(left, again)
+    assert [r.context.idempotency_key for r in innermost.requests] == [left.approval_id]
+    assert innermost.marked_before == [[left.approval_id]]
+    assert request.scope.state.executions == {left.approval_id: "done"}

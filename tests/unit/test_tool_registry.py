@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hango.agent.tools.base import ToolRegistry
-from hango.agent.tools.filesystem import builtin_registry
+from hango.agent.tools.base import Tool, ToolRegistry
+from hango.agent.tools.filesystem import BUILTIN_TOOLS, builtin_registry
 
 
 def test_the_builtins_are_the_contracts_six() -> None:
@@ -53,3 +53,8 @@ def test_a_module_offering_something_else_is_refused(tmp_path: Path, monkeypatch
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(TypeError, match="not a hango Tool"):
         ToolRegistry().load_modules(["not_tools"])
+
+
+def test_the_built_in_tools_are_idempotent_and_a_third_party_tool_is_not_unless_it_says_so() -> None:
+    assert all(tool.idempotent for tool in BUILTIN_TOOLS)
+    assert not Tool("t", "d", {"type": "object"}, lambda context, args: "").idempotent

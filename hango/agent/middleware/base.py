@@ -29,6 +29,10 @@ class LoopServices(Protocol):
         """A read view of the run's filesystem in a short transaction."""
         ...
 
+    def execution_started(self, approval_id: str) -> None:
+        """Commit that an approved call is about to run (its approval's ``execution`` becomes ``executing``)."""
+        ...
+
 
 @dataclass
 class LoopScope:

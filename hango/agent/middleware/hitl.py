@@ -10,6 +10,12 @@ before ``before_run``, and this middleware applies each one when the batch is re
 - ``reject``: do not run it; an error result carrying the human's message;
 - ``respond``: do not run it; the human's message is the result.
 
+An approved call runs at most once unless its tool says it may run again. Its approval's ``execution`` becomes
+``executing`` in a transaction of its own that commits before the tool starts, and ``done`` with the batch's
+results. A loop that finds a call still ``executing`` knows a worker died while it ran: an ``idempotent`` tool
+runs again (with the same ``idempotency_key``, the approval id), any other is answered :data:`OUTCOME_UNKNOWN`
+and the model decides what to do.
+
 Switching interrupts off (``HANGO_INTERRUPTS_ENABLED=false``) keeps this middleware in the stack with
 ``interrupts=False``: it raises no new interrupt, but it still applies every stored decision. A run suspended
 before the switch, whose decisions are stored but not yet applied, must never resume with them ignored: a rejected
@@ -22,15 +28,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from hango.agent.interrupts import InterruptRule
 from hango.agent.messages import ToolResult
 from hango.agent.middleware.base import Chain, Middleware, ToolCallRequest, ToolHandler, Verdict
 from hango.agent.state import Decision, LoopState, PendingCall
+from hango.agent.tools.base import ToolSignal
 from hango.errors import HangoError
 
 log = logging.getLogger(__name__)
+OUTCOME_UNKNOWN = "outcome unknown: the worker stopped while this call ran"
 
 
 class UnappliedDecisions(HangoError):
@@ -90,23 +97,48 @@ class HumanInTheLoop(Middleware):
                 "decided_by": decision.decided_by,
             },
         )
-        if decision.kind == "approve":
-            return handler(request)
-        if decision.kind == "edit":
-            return self._edited(request, dict(decision.args or {}), handler)
         if decision.kind == "reject":
             return ToolResult(call.id, rejection_text(decision.message), is_error=True)
-        return ToolResult(call.id, decision.message)
+        if decision.kind == "respond":
+            return ToolResult(call.id, decision.message)
+        if decision.execution == "executing" and not (request.tool is not None and request.tool.idempotent):
+            log.warning("an approved call was running when its worker stopped", extra={"tool": call.name})
+            request.scope.state.executions[decision.approval_id] = "outcome_unknown"
+            return ToolResult(call.id, OUTCOME_UNKNOWN, is_error=True)
+        keyed = dataclasses.replace(
+            request, context=dataclasses.replace(request.context, idempotency_key=decision.approval_id)
+        )
+        if decision.kind == "edit":
+            return self._edited(keyed, decision, handler)
+        return _executed(keyed, decision, handler)
 
-    def _edited(self, request: ToolCallRequest, args: dict[str, Any], handler: ToolHandler) -> ToolResult:
+    def _edited(self, request: ToolCallRequest, decision: Decision, handler: ToolHandler) -> ToolResult:
         # The API checked these already; checking again here means no path can hand the tool unchecked input.
+        args = dict(decision.args or {})
         rule = self.rules.get(request.call.name)
         if request.tool is not None and request.tool.argument_errors(args):
             return ToolResult(request.call.id, "the edited arguments do not fit the tool's schema", is_error=True)
         if rule is not None and rule.when and not rule.matches(args):
             return ToolResult(request.call.id, "the edited arguments leave the scope of the rule", is_error=True)
         edited = dataclasses.replace(request.call, input=args)
-        return handler(dataclasses.replace(request, call=edited))
+        return _executed(dataclasses.replace(request, call=edited), decision, handler)
+
+
+def _executed(request: ToolCallRequest, decision: Decision, handler: ToolHandler) -> ToolResult:
+    """Run an approved call once its ``executing`` mark has committed; it is ``done`` when its batch's results are
+    (a call stopped by its deadline included: its error result is written with the others).
+
+    A delegating call whose child waits for a human (a :class:`ToolSignal`) has not finished: it stays
+    ``executing`` and runs again, resuming its child, when the batch does.
+    """
+    executions = request.scope.state.executions
+    request.scope.services.execution_started(decision.approval_id)
+    executions[decision.approval_id] = "done"
+    try:
+        return handler(request)
+    except ToolSignal:
+        del executions[decision.approval_id]
+        raise
 
 
 def load_decisions(state: LoopState, decisions: Mapping[str, Decision]) -> None:

@@ -72,6 +72,10 @@ class ToolContext:
     subagent_call_id: uuid.UUID | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
     limits: ToolLimits = DEFAULT_LIMITS
+    # The approval id of a call a human (or a standing approval) approved: the same on every execution of that
+    # call, so a tool that changes the world outside hango can pass it on (an ``Idempotency-Key`` header, a
+    # unique column) and do the work once however often it is asked. ``None`` for a call nobody had to approve.
+    idempotency_key: str | None = None
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], str]
@@ -83,6 +87,10 @@ class Tool:
 
     A ``delegates`` tool runs a child loop (the ``task`` tool): it runs before the other calls of its batch, may
     suspend the batch from inside the child, and is re-driven rather than repaired after a crash.
+
+    An ``idempotent`` tool may safely run again when a worker died in the middle of an approved call: its effects
+    commit with its result (the built-in file tools), or it uses ``ToolContext.idempotency_key``. Any other tool
+    that was running when its worker died is not run again; its call is answered "outcome unknown".
     """
 
     name: str
@@ -90,6 +98,7 @@ class Tool:
     parameters: dict[str, Any]
     handler: Handler
     delegates: bool = False
+    idempotent: bool = False
 
     def spec(self) -> ToolSpec:
         """What the model is told about this tool."""

@@ -446,6 +446,7 @@ LS = Tool(
         {"path": {"type": "string", "minLength": 1, "description": f"Directory. {_ABSOLUTE}"}}, ["path"]
     ),
     handler=_ls,
+    idempotent=True,
 )
 
 READ_FILE = Tool(
@@ -474,6 +475,7 @@ READ_FILE = Tool(
         ["file_path"],
     ),
     handler=_read_file,
+    idempotent=True,
 )
 
 WRITE_FILE = Tool(
@@ -490,6 +492,7 @@ WRITE_FILE = Tool(
         ["file_path", "content"],
     ),
     handler=_write_file,
+    idempotent=True,
 )
 
 EDIT_FILE = Tool(
@@ -513,6 +516,7 @@ EDIT_FILE = Tool(
         ["file_path", "old_string", "new_string"],
     ),
     handler=_edit_file,
+    idempotent=True,
 )
 
 GLOB = Tool(
@@ -536,6 +540,7 @@ GLOB = Tool(
         ["pattern"],
     ),
     handler=_glob,
+    idempotent=True,
 )
 
 GREP = Tool(
@@ -565,8 +570,11 @@ GREP = Tool(
         ["pattern"],
     ),
     handler=_grep,
+    idempotent=True,
 )
 
+# Every built-in tool is idempotent: a call's file changes commit in its batch's transaction, with its result, so
+# a worker that dies in the middle leaves nothing behind and the call can run again.
 BUILTIN_TOOLS: list[Tool] = [LS, READ_FILE, WRITE_FILE, EDIT_FILE, GLOB, GREP]
 
 

@@ -44,4 +44,6 @@ TASK_TOOL = Tool(
     },
     handler=_task,
     delegates=True,
+    # Running it again resumes the child loop where it stopped: its own calls carry their own guarantees.
+    idempotent=True,
 )
