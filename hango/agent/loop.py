@@ -23,7 +23,7 @@ from hango.agent.files import FileSystem
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult, Usage, unique_call_ids
 from hango.agent.middleware.base import Chain, LoopScope, LoopServices, ModelCall, ToolCallRequest
 from hango.agent.models.base import Model, ModelError, ModelRequest, ToolSpec
-from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome, PendingCall
+from hango.agent.state import AwaitingApproval, Decision, Done, Failed, LoopState, Outcome, PendingCall
 from hango.agent.tools.base import DEFAULT_LIMITS, ToolContext, ToolLimits, ToolRegistry, ToolSignal, execute
 from hango.errors import HangoError
 
@@ -80,9 +80,19 @@ class LoopPort(Protocol):
         """Open a tool batch's transaction; it commits when the block ends without error."""
         ...
 
+    def record_granted(self, granted: Sequence[PendingCall], state: LoopState) -> dict[str, Decision]:
+        """Store calls that standing approvals cover as decided approvals, with the state; their decisions by call
+        id."""
+        ...
+
     def files(self) -> AbstractContextManager[FileSystem]:
         """A read view of the run's filesystem, each read a statement of its own (reviews and the memory read)."""
         ...
+
+
+def _waits(held: Sequence[PendingCall]) -> bool:
+    """Whether a reviewed batch must wait for a human: some held call has no standing approval."""
+    return any(pending.granted is None for pending in held)
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,7 @@ class AgentLoop:
             message = turn.message()
             scope.state.messages.append(message)
             held = self._review(scope, turn.tool_calls)
-            if held:
+            if _waits(held):
                 # The turn and its suspension commit together: the caller stores the message with the approvals.
                 suspended = self._suspend(scope, turn.tool_calls, held)
                 return dataclasses.replace(suspended, unsaved=(message,), usage=turn.usage)
@@ -162,7 +172,7 @@ class AgentLoop:
                 return Done(turn.text, unsaved=(message,), usage=turn.usage)
             [stored] = self._port.append([message], scope.state, turn.usage)
             scope.state.messages[-1] = stored
-            outcome = self.run_batch(scope, turn.tool_calls, reviewed=True)
+            outcome = self.run_batch(scope, turn.tool_calls, held)
             if outcome is not None:
                 return outcome
 
@@ -198,15 +208,20 @@ class AgentLoop:
     def _tool_specs(self) -> list[ToolSpec]:
         return [tool.spec() for name in self._config.tool_names if (tool := self._tools.get(name)) is not None]
 
-    def run_batch(self, scope: LoopScope, calls: Sequence[ToolCall], *, reviewed: bool = False) -> Outcome | None:
+    def run_batch(
+        self, scope: LoopScope, calls: Sequence[ToolCall], held: Sequence[PendingCall] | None = None
+    ) -> Outcome | None:
         """Run one batch through the tool chain and persist its results together; ``None`` to keep looping.
 
-        The batch is reviewed first (:meth:`Chain.review`) unless the caller just did; if any call needs a human,
-        the loop suspends before a single call ran.
+        The batch is reviewed first (:meth:`Chain.review`) unless the caller just did (``held``); if any call needs
+        a human, the loop suspends before a single call ran. Calls that standing approvals cover are recorded as
+        decided first.
         """
-        held = [] if reviewed else self._review(scope, calls)
-        if held:
+        held = self._review(scope, calls) if held is None else held
+        if _waits(held):
             return self._suspend(scope, calls, held)
+        if held:
+            self._record_granted(scope, calls, held)
         self._port.check_active()
         with self._port.batch() as batch:
             results: dict[str, ToolResult] = {}
@@ -227,8 +242,17 @@ class AgentLoop:
         scope.state.messages.append(message)
         return None
 
+    def _record_granted(self, scope: LoopScope, calls: Sequence[ToolCall], granted: Sequence[PendingCall]) -> None:
+        """Store the batch's granted calls as decided approvals, and the batch as held, in one transaction.
+
+        From then on the batch is re-driven like one a human decided: a crash cannot drop the approvals, and an
+        approved call runs once (its ``execution``) whatever happens to the worker.
+        """
+        scope.state.suspended_batch = [call.id for call in calls]
+        scope.state.decisions.update(self._port.record_granted(granted, scope.state))
+
     @staticmethod
-    def _suspend(scope: LoopScope, calls: Sequence[ToolCall], pending: list[PendingCall]) -> AwaitingApproval:
+    def _suspend(scope: LoopScope, calls: Sequence[ToolCall], pending: Sequence[PendingCall]) -> AwaitingApproval:
         # The whole batch waits; the state remembers it so that repair leaves it alone on resume.
         scope.state.suspended_batch = [call.id for call in calls]
         return AwaitingApproval(pending=tuple(pending), batch=tuple(scope.state.suspended_batch))

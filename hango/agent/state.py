@@ -152,12 +152,25 @@ class Cancelled:
 
 
 @dataclass(frozen=True)
+class StandingApproval:
+    """A live grant that approves a call its rule would hold: which grant, and whose approval it stands for."""
+
+    grant_id: uuid.UUID
+    granted_by: uuid.UUID
+
+
+@dataclass(frozen=True)
 class PendingCall:
-    """A call that must wait for a human, with the decisions a human may take and the child loop it belongs to."""
+    """A call that must wait for a human, with the decisions a human may take and the child loop it belongs to.
+
+    A call a standing approval covers (``granted``) is held like the others but waits for nobody: it is recorded
+    as an approval already decided, and runs with its batch unless a sibling must wait for a human.
+    """
 
     call: ToolCall
     allowed_decisions: tuple[str, ...]
     subagent_call_id: uuid.UUID | None = None
+    granted: StandingApproval | None = None
 
 
 @dataclass(frozen=True)

@@ -22,14 +22,17 @@ from sqlalchemy.orm import Session
 from hango.agent.files import FileSystem
 from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
-from hango.agent.state import LoopState, dump_state
+from hango.agent.state import Decision, LoopState, PendingCall, StandingApproval, dump_state
 from hango.agent.tools.base import ToolTimeout
+from hango.grants import live_grant
 from hango.models import Run
+from hango.run import standing
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.run.transitions import Lease
 from hango.store import approvals as approval_store
 from hango.store import runs as run_store
 from hango.store import subagent_calls as subagent_store
+from hango.store.audit import insert_audit_events
 from hango.store.files import SqlFileSystem
 from hango.store.messages import insert_messages, message_json, to_message
 from hango.store.runs import Add, RunCounters
@@ -206,6 +209,39 @@ class RunPersistence:
         with unit_of_work(self._runtime) as work:
             run = fenced(work, self._lease, {"updated_at": datetime.now(UTC)}, events=1)
             work.numbered(run, [("tool.started", {"tool_call_id": call.id, "tool_name": call.name})])
+
+    def standing_approval(self, call: ToolCall) -> StandingApproval | None:
+        """The live grant that approves this call of the run's agent (one indexed read), if any."""
+        with self._runtime.db.read() as session:
+            grant = live_grant(
+                session,
+                tenant_id=self.tenant_id,
+                agent_id=self.agent_id,
+                run_id=self.run_id,
+                tool_name=call.name,
+                arguments=call.input,
+                now=datetime.now(UTC),
+            )
+        return None if grant is None else StandingApproval(grant.id, grant.created_by)
+
+    def record_granted(self, granted: Sequence[PendingCall], state: LoopState) -> dict[str, Decision]:
+        """Store calls standing approvals cover as decided approvals (audited ``approval.auto_approve``), with the
+        loop's state that holds their batch, in one fenced transaction; their decisions by call id."""
+        rows = standing.approval_rows(
+            self.tenant_id, self.run_id, state.turn, granted, datetime.now(UTC), self.subagent_call_id
+        )
+        events = standing.decided_events(rows)
+        values: dict[str, Any] = {"updated_at": datetime.now(UTC)}
+        if self.subagent_call_id is None:
+            values["state_json"] = dump_state(state)
+        with unit_of_work(self._runtime) as work:
+            run = fenced(work, self._lease, values, events=len(events))
+            if self.subagent_call_id is not None:
+                subagent_store.save_state(work.session, self.run_id, self.subagent_call_id, dump_state(state))
+            approval_store.insert_pending(work.session, rows)
+            insert_audit_events(work.session, standing.audit(rows))
+            work.numbered(run, events)
+        return standing.decisions(rows)
 
     def execution_started(self, approval_id: str) -> None:
         """Commit an approved call's ``executing`` mark before its tool starts (fenced: a run no longer this

@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 from hango.agent.loop import RunStopped
 from hango.errors import Conflict, NotAwaitingApproval
 from hango.models import PendingApproval, Run, RunState
+from hango.run import standing
 from hango.run.runtime import Work
 from hango.store import approvals as approval_store
 from hango.store import runs as store
@@ -154,14 +155,17 @@ def suspend(
     if trace_context is not None:
         values["trace_context"] = trace_context
     for row in approvals:  # what the stored rows will hold, for the approval stream's events
-        row.created_at, row.state = now, "pending"
-    events = [("approval.requested", approval_store.requested_event(row)) for row in approvals]
-    events.append(("run.awaiting_approval", {"pending": [str(row.id) for row in approvals]}))
+        row.created_at = now
+    # A call a standing approval covers is stored decided: it waits with the batch, for nobody.
+    pending = [row for row in approvals if row.state == "pending"]
+    events = [("approval.requested", approval_store.requested_event(row)) for row in pending]
+    events += standing.decided_events(approvals)
+    events.append(("run.awaiting_approval", {"pending": [str(row.id) for row in pending]}))
     run = _held(work, lease, values, events, carried)
     approval_store.insert_pending(work.session, approvals)
     for row in approvals:  # what the insert's trigger stores too
         row.run_creator = run.created_by
-    work.approvals("approval.requested", approvals)
+    work.approvals("approval.requested", pending)
     return run
 
 

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 from opentelemetry.trace import SpanContext
@@ -19,11 +20,12 @@ from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopSta
 from hango.errors import HangoError
 from hango.logs import run_logging
 from hango.models import PendingApproval, Run
-from hango.run import transitions
+from hango.run import standing, transitions
 from hango.run.loops import Loops, LoopSpec, StoredLoop
 from hango.run.persistence import NewMessages
 from hango.run.runtime import Runtime, unit_of_work
 from hango.run.transitions import Lease
+from hango.store.audit import insert_audit_events
 from hango.telemetry import stored_context
 
 log = logging.getLogger(__name__)
@@ -104,21 +106,9 @@ def unexpected_failure(exc: Exception, run_id: uuid.UUID) -> Failed:
 
 
 def _approvals(run: Run, state: LoopState, outcome: AwaitingApproval) -> list[PendingApproval]:
-    """The pending approvals of a suspended batch, ids chosen here so its events can name them."""
-    return [
-        PendingApproval(
-            id=uuid.uuid4(),
-            tenant_id=run.tenant_id,
-            run_id=run.id,
-            turn=state.turn,
-            tool_call_id=pending.call.id,
-            tool_name=pending.call.name,
-            arguments=pending.call.input,
-            allowed_decisions=list(pending.allowed_decisions),
-            subagent_call_id=pending.subagent_call_id,
-        )
-        for pending in outcome.pending
-    ]
+    """The approvals of a suspended batch (pending, or decided by a standing approval), ids chosen here so its
+    events can name them."""
+    return standing.approval_rows(run.tenant_id, run.id, state.turn, outcome.pending, datetime.now(UTC))
 
 
 def _suspend(
@@ -137,6 +127,7 @@ def _suspend(
         with unit_of_work(runtime) as work:
             # The turn that asked for the held batch commits with its suspension.
             transitions.suspend(work, lease, rows, dump_state(state), context, _last_turn(outcome, state))
+            insert_audit_events(work.session, standing.audit(rows))
     except RunStopped:
         return "stopped"
     for row in rows:

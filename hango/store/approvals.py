@@ -215,10 +215,23 @@ _PENDING_COLUMNS = (
 
 
 def insert_pending(session: Session, rows: Sequence[PendingApproval]) -> None:
-    """Store a suspended batch's approvals in one Core statement; the objects given stay unattached. Their ids and
-    creation time are set by the caller, so that events can name and show them."""
-    values = [{name: getattr(row, name) for name in _PENDING_COLUMNS} for row in rows]
+    """Store a held batch's approvals in one Core statement; the objects given stay unattached. Their ids and
+    creation time are set by the caller, so that events can name and show them; a row a standing approval decided
+    is stored decided."""
+    values = [{name: getattr(row, name) for name in _PENDING_COLUMNS} | _decided_values(row) for row in rows]
     session.execute(insert(PendingApproval), values)
+
+
+def _decided_values(row: PendingApproval) -> dict[str, Any]:
+    # Pending, or already decided by a standing approval (``grant_id``).
+    return {
+        "state": row.state or "pending",
+        "decision": row.decision or "",
+        "decision_message": row.decision_message or "",
+        "decided_by": row.decided_by,
+        "decided_at": row.decided_at,
+        "grant_id": row.grant_id,
+    }
 
 
 _APPROVALS = cast(Table, PendingApproval.__table__)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,7 +13,7 @@ from hango.agent.files import FileInfo, StorageUse
 from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
 from hango.agent.paths import is_agent_path, normalize_path
-from hango.agent.state import LoopState
+from hango.agent.state import Decision, LoopState, PendingCall, StandingApproval
 
 
 @dataclass
@@ -126,6 +126,9 @@ class MemoryPort:
     # Approval ids marked executing, in order, and how each batch's approved calls ended.
     executing: list[str] = field(default_factory=list)
     executions: dict[str, str] = field(default_factory=dict)
+    # Standing approvals by tool name, and the calls recorded as decided by one.
+    grants: dict[str, StandingApproval] = field(default_factory=dict)
+    granted: list[str] = field(default_factory=list)
     stop_after: int | None = None
     files_view: MemoryFiles = field(default_factory=MemoryFiles)
     tenant_id: uuid.UUID = field(default_factory=uuid.uuid4)
@@ -150,6 +153,13 @@ class MemoryPort:
 
     def execution_started(self, approval_id: str) -> None:
         self.executing.append(approval_id)
+
+    def standing_approval(self, call: ToolCall) -> StandingApproval | None:
+        return self.grants.get(call.name)
+
+    def record_granted(self, granted: Sequence[PendingCall], state: LoopState) -> dict[str, Decision]:
+        self.granted += [pending.call.id for pending in granted]
+        return {pending.call.id: Decision("approve", str(uuid.uuid4())) for pending in granted}
 
     @contextmanager
     def batch(self) -> Iterator[MemoryBatch]:

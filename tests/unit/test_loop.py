@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -11,7 +12,17 @@ from hango.agent.messages import Message, text_block
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.base import PermanentModelError
 from hango.agent.models.scripted import EXHAUSTED_TEXT, ScriptedModel, generated_call_id
-from hango.agent.state import STATE_VERSION, Done, Failed, LoopState, StateVersionError, dump_state, load_state
+from hango.agent.state import (
+    STATE_VERSION,
+    AwaitingApproval,
+    Done,
+    Failed,
+    LoopState,
+    StandingApproval,
+    StateVersionError,
+    dump_state,
+    load_state,
+)
 from hango.agent.tools.base import Tool, ToolRegistry
 from tests.unit.fakes import MemoryPort
 
@@ -146,3 +157,40 @@ def test_persisted_state_has_a_schema_version_and_newer_ones_are_refused() -> No
     assert load_state({}, []) == LoopState([])
     with pytest.raises(StateVersionError, match="schema version 99"):
         load_state({"version": 99, "private": {}}, [])
+
+
+def test_a_batch_whose_held_calls_a_grant_covers_runs_at_once_as_a_held_batch_decided_by_the_grant() -> None:
+    CALLS.clear()
+    port = MemoryPort(grants={"echo": StandingApproval(uuid.uuid4(), uuid.uuid4())})
+    script = [{"tool_calls": [{"id": "e", "name": "echo", "args": {"text": "x"}}]}, {"text": "b"}]
+    registry = ToolRegistry([ECHO])
+    config = LoopConfig(system_prompt="sys", tool_names=("echo",), max_turns=10)
+    chain = default_chain(["echo"], {"echo": True})
+    state = _start()
+    outcome = AgentLoop(config, ScriptedModel(script, "run-1"), chain, registry, port, port).run(state)
+
+    assert outcome == Done("b")
+    assert CALLS == ["x"]
+    assert port.granted == ["e"]
+    # The call ran as an approved one: marked before it ran, done with its result; the batch held until then.
+    [approval_id] = port.executing
+    assert port.executions == {approval_id: "done"}
+    assert state.suspended_batch == []
+    assert state.decisions == {}
+
+
+def test_a_batch_with_one_call_no_grant_covers_suspends_whole() -> None:
+    CALLS.clear()
+    port = MemoryPort(grants={"echo": StandingApproval(uuid.uuid4(), uuid.uuid4())})
+    calls = [{"id": "e", "name": "echo", "args": {"text": "x"}}, {"id": "w", "name": "write_file", "args": {}}]
+    registry = ToolRegistry([ECHO, Tool("write_file", "w", {"type": "object"}, _echo)])
+    config = LoopConfig(system_prompt="sys", tool_names=("echo", "write_file"), max_turns=10)
+    chain = default_chain(["echo", "write_file"], {"echo": True, "write_file": True})
+    outcome = AgentLoop(config, ScriptedModel([{"tool_calls": calls}], "run-1"), chain, registry, port, port).run(
+        _start()
+    )
+
+    assert isinstance(outcome, AwaitingApproval)
+    assert [(p.call.id, p.granted is not None) for p in outcome.pending] == [("e", True), ("w", False)]
+    assert CALLS == []
+    assert port.granted == []

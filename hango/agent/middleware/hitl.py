@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from hango.agent.interrupts import InterruptRule
 from hango.agent.messages import ToolResult
 from hango.agent.middleware.base import Chain, Middleware, ToolCallRequest, ToolHandler, Verdict
-from hango.agent.state import Decision, LoopState, PendingCall
+from hango.agent.state import Decision, LoopState, PendingCall, StandingApproval
 from hango.agent.tools.base import ToolSignal
 from hango.errors import HangoError
 
@@ -74,7 +74,7 @@ class HumanInTheLoop(Middleware):
             return None
         if request.tool is None or request.tool.argument_errors(call.input):
             return None  # answered with an error when it runs: nothing for a human to decide
-        return PendingCall(call, rule.allowed_decisions)
+        return PendingCall(call, rule.allowed_decisions, granted=_granted(request, rule))
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
         """Apply a decision, or refuse a held call that has none; pass any other call on."""
@@ -139,6 +139,13 @@ def _executed(request: ToolCallRequest, decision: Decision, handler: ToolHandler
     except ToolSignal:
         del executions[decision.approval_id]
         raise
+
+
+def _granted(request: ToolCallRequest, rule: InterruptRule) -> StandingApproval | None:
+    """The standing approval of a held call, where one may apply: never beyond the rule's decisions."""
+    if "approve" not in rule.allowed_decisions:
+        return None
+    return request.scope.services.standing_approval(request.call)
 
 
 def load_decisions(state: LoopState, decisions: Mapping[str, Decision]) -> None:

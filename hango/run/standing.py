@@ -1,0 +1,105 @@
+"""Calls a standing approval (a grant) covers: stored as approvals already decided, never waiting for anyone.
+
+The loop holds such a call like any other its rules match, so it is recorded where every approval is. When a
+sibling waits for a human, the granted call's decided row is written with the suspension; otherwise with the batch
+marked held, just before the batch runs (:meth:`~hango.run.persistence.RunPersistence.record_granted`). Either way
+the batch is then re-driven like one a human decided, and the granted call keeps the guarantees of an approved one
+(its ``execution``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from hango.agent.state import Decision, PendingCall
+from hango.models import PendingApproval
+from hango.store import approvals as approval_store
+from hango.store.audit import AuditRecord
+
+
+def approval_rows(
+    tenant_id: uuid.UUID,
+    run_id: uuid.UUID,
+    turn: int,
+    held: Sequence[PendingCall],
+    now: datetime,
+    subagent_call_id: uuid.UUID | None = None,
+) -> list[PendingApproval]:
+    """The approvals of held calls, ids chosen here so that events can name them: ``pending``, or ``decided`` by
+    the standing approval that covers the call."""
+    return [_row(tenant_id, run_id, turn, pending, now, subagent_call_id) for pending in held]
+
+
+def _row(
+    tenant_id: uuid.UUID,
+    run_id: uuid.UUID,
+    turn: int,
+    pending: PendingCall,
+    now: datetime,
+    subagent_call_id: uuid.UUID | None,
+) -> PendingApproval:
+    row = PendingApproval(
+        id=uuid.uuid4(),
+        tenant_id=tenant_id,
+        run_id=run_id,
+        turn=turn,
+        tool_call_id=pending.call.id,
+        tool_name=pending.call.name,
+        arguments=pending.call.input,
+        allowed_decisions=list(pending.allowed_decisions),
+        subagent_call_id=pending.subagent_call_id or subagent_call_id,
+        created_at=now,
+        state="pending",
+        execution="not_started",
+    )
+    if pending.granted is not None:
+        row.state, row.decision, row.decision_message = "decided", "approve", ""
+        row.decided_by, row.decided_at = pending.granted.granted_by, now
+        row.grant_id = pending.granted.grant_id
+    return row
+
+
+def decisions(rows: Sequence[PendingApproval]) -> dict[str, Decision]:
+    """The decisions of granted rows by call id, as the human-in-the-loop middleware applies them."""
+    return {
+        row.tool_call_id: Decision("approve", str(row.id), decided_by=str(row.decided_by))
+        for row in rows
+        if row.grant_id is not None
+    }
+
+
+def decided_events(rows: Sequence[PendingApproval]) -> list[tuple[str, dict[str, Any]]]:
+    """The run's ``approval.decided`` events of granted rows, naming their grant."""
+    return [
+        ("approval.decided", {**approval_store.decided_event(row), "grant_id": str(row.grant_id)})
+        for row in rows
+        if row.grant_id is not None
+    ]
+
+
+def audit(rows: Sequence[PendingApproval], trace_id: str | None = None) -> list[AuditRecord]:
+    """One ``approval.auto_approve`` row per granted approval: the system decided, for the grant's creator."""
+    return [
+        AuditRecord(
+            tenant_id=row.tenant_id,
+            actor_kind="system",
+            actor_id=None,
+            action="approval.auto_approve",
+            target_kind="pending_approval",
+            target_id=str(row.id),
+            outcome="success",
+            detail={
+                "decided_by": str(row.decided_by),
+                "decision": "approve",
+                "grant_id": str(row.grant_id),
+                "tool_name": row.tool_name,
+                "tool_call_id": row.tool_call_id,
+            },
+            trace_id=trace_id,
+        )
+        for row in rows
+        if row.grant_id is not None
+    ]
