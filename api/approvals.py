@@ -45,11 +45,20 @@ class Approval(ma.Schema):
     decision_message = fields.String(allow_none=True, required=True)
     decided_by = fields.UUID(allow_none=True, required=True)
     decided_at = fields.DateTime(allow_none=True, required=True)
+    grant_id = fields.UUID(
+        allow_none=True, required=True, metadata={"description": "the standing approval that approved the call"}
+    )
+
+
+class DecidedApproval(Approval):
+    remembered_grant_id = fields.UUID(
+        allow_none=True, required=True, metadata={"description": "the grant this decision's `remember` created"}
+    )
 
 
 class DecisionResult(ma.Schema):
     run = fields.Nested(Run, required=True)
-    approvals = fields.List(fields.Nested(Approval), required=True)
+    approvals = fields.List(fields.Nested(DecidedApproval), required=True)
 
 
 class ApprovalArgs(ListArgs):
@@ -85,7 +94,10 @@ def decide(run_id: uuid.UUID) -> dict[str, Any]:
     decided = approvals.decide(services().runtime, principal(), run_id, _body(), trace_id())
     audit_written()
     ttl = services().settings.approval_ttl
-    return {"run": decided.run, "approvals": [approval_json(row, ttl) for row in decided.approvals]}
+    items = [
+        {**approval_json(row, ttl), "remembered_grant_id": decided.remembered.get(row.id)} for row in decided.approvals
+    ]
+    return {"run": decided.run, "approvals": items}
 
 
 @blp.route("/runs/<uuid:run_id>/approvals", methods=["GET"])

@@ -1,0 +1,293 @@
+"""Standing approvals (grants): create, list, revoke, and the two functions the agent loop calls.
+
+A grant says "calls of this agent's ``tool_name`` that match ``when`` (and, if set, belong to ``run_id``) are
+approved until ``expires_at``". It is consulted only where an interrupt rule would suspend the call: the loop asks
+:func:`live_grant`, and when one answers it records the call with :func:`record_auto_approval` instead of
+suspending. A grant never widens what a rule lets through; it only spares a human the same decision again. It
+never applies to a rule with ``approvals_required`` above 1 (the loop does not ask for those).
+
+Owners and admins only. The API's functions own their transactions; :func:`live_grant`,
+:func:`record_auto_approval` and :func:`add_grant` work in the caller's.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from hango.agent.interrupts import InterruptRule, _matcher_errors
+from hango.auth import Principal
+from hango.config import Settings, parse_duration
+from hango.errors import Conflict, FieldError, InvalidInput
+from hango.models import Grant, PendingApproval, Run
+from hango.pagination import Page, PageRequest
+from hango.run.runtime import Runtime
+from hango.store import agents as agent_store
+from hango.store import grants as store
+from hango.store import runs as run_store
+from hango.store import tenants as tenant_store
+from hango.store.audit import AuditRecord, insert_audit_events
+from hango.store.grants import GrantFilter
+from hango.tenancy import require_manager
+
+__all__ = [
+    "GrantFilter",
+    "GrantSpec",
+    "add_grant",
+    "audit_detail",
+    "check_quota",
+    "create",
+    "exact_call",
+    "get",
+    "is_active",
+    "list_grants",
+    "live_grant",
+    "record_auto_approval",
+    "revoke",
+    "ttl_errors",
+    "when_errors",
+]
+
+
+@dataclass(frozen=True)
+class GrantSpec:
+    """What a new grant covers, as its creator asked: ``when`` None is every call of the tool."""
+
+    agent_id: uuid.UUID
+    tool_name: str
+    ttl: str
+    when: Mapping[str, Any] | None = None
+    run_id: uuid.UUID | None = None
+
+
+# Checks shared by POST /v1/grants and a decision's ``remember``.
+
+
+def ttl_errors(ttl: Any, settings: Settings, field: str = "ttl") -> list[FieldError]:
+    """What is wrong with a grant's ``ttl``: a duration such as ``1h``, above zero, at most
+    ``HANGO_GRANT_MAX_TTL``."""
+    try:
+        duration = parse_duration(ttl) if isinstance(ttl, str) else None
+    except ValueError:
+        duration = None
+    if duration is None:
+        return [FieldError(field, "must be a duration such as 90s, 15m, 1h or 7d")]
+    if duration <= timedelta(0):
+        return [FieldError(field, "must be longer than zero")]
+    if duration > settings.grant_max_ttl:
+        return [FieldError(field, f"must be at most {settings.grant_max_ttl} (HANGO_GRANT_MAX_TTL)")]
+    return []
+
+
+def when_errors(when: Any, field: str = "when") -> list[FieldError]:
+    """What is wrong with a grant's ``when``: null, or matchers exactly as an interrupt rule's ``when`` takes."""
+    if when is None:
+        return []
+    if not isinstance(when, Mapping) or not when:
+        return [FieldError(field, "must be null or a non-empty object mapping argument names to matchers")]
+    errors: list[FieldError] = []
+    for argument, matcher in when.items():
+        errors += _matcher_errors(matcher, f"{field}.{argument}")
+    return errors
+
+
+def exact_call(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``when`` that matches these arguments again: ``equals`` on each of them (None for a call without any).
+
+    What a reviewer approved is what they saw, so "remember" covers exactly that call; arguments the call did not
+    have stay unconstrained, as in every ``when``.
+    """
+    return {name: {"equals": value} for name, value in arguments.items()} or None
+
+
+def is_active(grant: Grant, now: datetime) -> bool:
+    """Whether the grant applies at ``now``: neither revoked nor expired."""
+    return grant.revoked_at is None and grant.expires_at > now
+
+
+def _raise(errors: list[FieldError]) -> None:
+    if errors:
+        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+
+
+def check_quota(session: Session, settings: Settings, tenant_id: uuid.UUID, now: datetime, adding: int = 1) -> None:
+    """Refuse ``adding`` more grants when the tenant would have more than ``HANGO_MAX_GRANTS_PER_TENANT`` active.
+
+    The tenant's row is held until commit: two creations at once count each other's grants.
+    """
+    tenant_store.get_tenant(session, tenant_id, lock=True)
+    limit = settings.max_grants_per_tenant
+    if store.count_active(session, tenant_id, now) + adding > limit:
+        raise Conflict(f"the tenant already has {limit} active standing approvals (HANGO_MAX_GRANTS_PER_TENANT)")
+
+
+def _check_scope(session: Session, principal: Principal, spec: GrantSpec) -> None:
+    """The agent (and the run, when named) must be the tenant's: 404 otherwise, as for a run's ``agent_id``."""
+    agent_store.get_agent(session, principal.tenant_id, spec.agent_id)
+    if spec.run_id is not None:
+        run = run_store.get_run(session, principal, spec.run_id)
+        if run.agent_id != spec.agent_id:
+            raise InvalidInput.field("run_id", "is a run of another agent")
+
+
+def add_grant(session: Session, settings: Settings, principal: Principal, spec: GrantSpec, now: datetime) -> Grant:
+    """Validate and insert a grant created by ``principal`` in the caller's transaction.
+
+    Raises:
+        InvalidInput: ``tool_name``, ``ttl`` or ``when`` is malformed, or ``run_id`` is another agent's run.
+        NotFound: the agent or the run is not the tenant's.
+        Conflict: the tenant already has ``HANGO_MAX_GRANTS_PER_TENANT`` active grants.
+    """
+    tool_errors = [] if spec.tool_name.strip() else [FieldError("tool_name", "must not be empty")]
+    _raise(tool_errors + ttl_errors(spec.ttl, settings) + when_errors(spec.when))
+    _check_scope(session, principal, spec)
+    check_quota(session, settings, principal.tenant_id, now)
+    grant = Grant(
+        id=uuid.uuid4(),
+        tenant_id=principal.tenant_id,
+        agent_id=spec.agent_id,
+        tool_name=spec.tool_name,
+        when=dict(spec.when) if spec.when is not None else None,
+        run_id=spec.run_id,
+        created_by=principal.user_id,
+        expires_at=now + parse_duration(spec.ttl),
+    )
+    return store.add(session, grant)
+
+
+def audit_detail(grant: Grant) -> dict[str, Any]:
+    """What a ``grant.*`` audit row says: ids, the tool, the arguments ``when`` constrains (never their values)."""
+    return {
+        "agent_id": str(grant.agent_id),
+        "tool_name": grant.tool_name,
+        "when_arguments": sorted(grant.when) if grant.when else None,
+        "run_id": str(grant.run_id) if grant.run_id else None,
+        "expires_at": grant.expires_at.isoformat(),
+    }
+
+
+# The API's services.
+
+
+def create(runtime: Runtime, principal: Principal, spec: GrantSpec) -> Grant:
+    """Create a grant (owner, admin); see :func:`add_grant` for what is refused."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return add_grant(session, runtime.settings, principal, spec, datetime.now(UTC))
+
+
+def list_grants(runtime: Runtime, principal: Principal, filters: GrantFilter, request: PageRequest) -> Page[Grant]:
+    """The tenant's grants, newest first (owner, admin)."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.page(session, principal.tenant_id, filters, request, datetime.now(UTC))
+
+
+def get(runtime: Runtime, principal: Principal, grant_id: uuid.UUID) -> Grant:
+    """One grant of the tenant (owner, admin)."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.get(session, principal.tenant_id, grant_id)
+
+
+def revoke(runtime: Runtime, principal: Principal, grant_id: uuid.UUID) -> Grant:
+    """Revoke a grant at once (owner, admin); revoking it again changes nothing.
+
+    A loop holding the grant (between :func:`live_grant` and its commit) finishes first; no lookup after this
+    returns sees the grant.
+    """
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.revoke(session, principal.tenant_id, grant_id, principal.user_id, datetime.now(UTC))
+
+
+# What the agent loop calls, in its own transaction.
+
+
+def live_grant(
+    session: Session,
+    *,
+    tenant_id: uuid.UUID,
+    agent_id: uuid.UUID,
+    run_id: uuid.UUID,
+    tool_name: str,
+    arguments: Mapping[str, Any],
+    now: datetime,
+) -> Grant | None:
+    """The oldest active grant that approves this call, or None.
+
+    Ask only where a rule would suspend the call, and never for a rule with ``approvals_required`` above 1. One
+    indexed statement; ``when`` is matched with the interrupt rules' own matcher (paths normalised). The grants
+    found stay locked ``FOR SHARE`` until the caller's transaction ends, so call :func:`record_auto_approval` in
+    the same transaction and commit it before the tool runs: a revocation then either comes first (and this
+    finds nothing) or waits for that commit.
+    """
+    found = store.candidates(
+        session, tenant_id=tenant_id, agent_id=agent_id, run_id=run_id, tool_name=tool_name, now=now
+    )
+    return next(
+        (grant for grant in found if InterruptRule(allowed_decisions=(), when=grant.when).matches(arguments)), None
+    )
+
+
+def record_auto_approval(
+    session: Session,
+    *,
+    run: Run,
+    turn: int,
+    tool_call_id: str,
+    tool_name: str,
+    arguments: Mapping[str, Any],
+    allowed_decisions: Sequence[str],
+    subagent_call_id: uuid.UUID | None,
+    grant: Grant,
+    now: datetime,
+    trace_id: str | None = None,
+) -> PendingApproval:
+    """Record a call a grant approved: a ``decided`` approval (decision ``approve``, ``decided_by`` the grant's
+    creator, ``grant_id`` set) and its ``approval.auto_approve`` audit row (``actor_kind`` ``system``; never the
+    arguments). No approval event is published: nothing waited, so the reviewers' queue has nothing to show."""
+    row = PendingApproval(
+        id=uuid.uuid4(),
+        tenant_id=run.tenant_id,
+        run_id=run.id,
+        turn=turn,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        arguments=dict(arguments),
+        allowed_decisions=list(allowed_decisions),
+        subagent_call_id=subagent_call_id,
+        state="decided",
+        decision="approve",
+        decided_by=grant.created_by,
+        decided_at=now,
+        created_at=now,
+        grant_id=grant.id,
+    )
+    session.add(row)
+    session.flush()
+    detail = {
+        "grant_id": str(grant.id),
+        "decided_by": str(grant.created_by),
+        "tool_name": tool_name,
+        "tool_call_id": tool_call_id,
+        "run_id": str(run.id),
+    }
+    record = AuditRecord(
+        run.tenant_id,
+        "system",
+        None,
+        "approval.auto_approve",
+        "pending_approval",
+        str(row.id),
+        "success",
+        detail,
+        trace_id,
+    )
+    insert_audit_events(session, [record])
+    return row
