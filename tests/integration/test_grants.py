@@ -469,3 +469,18 @@ def test_remember_past_the_tenants_limit_is_a_409_and_decides_nothing(
     )
     assert response.status_code == 409, response.json
     assert [item["state"] for item in pending(client, tenant.owner, waiting)] == ["pending"]
+
+
+def test_refused_grant_requests_are_audited_with_their_outcome(
+    client: FlaskClient, tenant: TenantFixture, db: Database
+) -> None:
+    agent_id = create_agent(client, tenant.owner, [])
+    grant = created(client, tenant.owner, agent_id=agent_id)
+    member = tenant.add("member")
+    assert post_grant(client, member, agent_id=agent_id).status_code == 403
+    assert post_grant(client, tenant.owner, agent_id=agent_id, ttl="0s").status_code == 400
+    assert client.delete(f"/v1/grants/{grant['id']}", headers=member.headers).status_code == 403
+    creates = audit_rows(db, tenant.id, "grant.create")
+    assert [row.outcome for row in creates] == ["success", "denied", "error"]
+    [revoke] = audit_rows(db, tenant.id, "grant.revoke")
+    assert (revoke.outcome, revoke.target_id, revoke.actor_id) == ("denied", grant["id"], member.user_id)
