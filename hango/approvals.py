@@ -394,13 +394,18 @@ def _check_remember(runtime: Runtime, decisions: list[dict[str, Any]], rows: lis
             errors.append(FieldError(field, "a rule that needs several approvals is never remembered"))
             continue
         errors += ttl_errors(remember["ttl"], runtime.settings, f"{field}.ttl")
-        when = remember.get("when") if "when" in remember else exact_call(row.arguments)
-        found = when_errors(when, f"{field}.when")
+        when = _remembered_when(remember, row)
+        found = when_errors(when, runtime.settings, f"{field}.when")
         if not found and not InterruptRule(allowed_decisions=(), when=when).matches(row.arguments):
             found = [FieldError(f"{field}.when", "does not match the call approved")]
         errors += found
     if errors:
         raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+
+
+def _remembered_when(remember: dict[str, Any], row: PendingApproval) -> dict[str, Any] | None:
+    """The ``when`` a ``remember`` asks for: its own (``None``: every call), or by default exactly this call."""
+    return remember["when"] if "when" in remember else exact_call(row.arguments)
 
 
 def _remembered(
@@ -417,8 +422,8 @@ def _remembered(
     for decision, row in zip(decisions, rows, strict=True):
         remember = decision.get("remember")
         if remember is not None:
-            when = remember.get("when") if "when" in remember else exact_call(row.arguments)
-            remembered.append((row, GrantSpec(run.agent_id, row.tool_name, remember["ttl"], when)))
+            spec = GrantSpec(run.agent_id, row.tool_name, remember["ttl"], _remembered_when(remember, row))
+            remembered.append((row, spec))
     if remembered:
         check_quota(session, runtime.settings, principal.tenant_id, datetime.now(UTC), len(remembered))
     return remembered

@@ -323,6 +323,10 @@ class Settings(BaseSettings):
     max_grants_per_tenant: WholeNumber = Field(
         default=500, description="active (neither expired nor revoked) standing approvals one tenant may have"
     )
+    grant_max_when_bytes: WholeNumber = Field(
+        default=16_384,
+        description="largest `when` of a standing approval, as compact JSON (a remembered call's arguments included)",
+    )
     webhook_max_url_length: WholeNumber = Field(default=2048, description="longest webhook URL")
     webhook_secret_keys: FernetKeys = Field(
         default=(),

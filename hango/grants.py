@@ -12,6 +12,7 @@ Owners and admins only. The API's functions own their transactions; :func:`live_
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,8 +30,6 @@ from hango.pagination import Page, PageRequest
 from hango.run.runtime import Runtime
 from hango.store import agents as agent_store
 from hango.store import grants as store
-from hango.store import runs as run_store
-from hango.store import tenants as tenant_store
 from hango.store.audit import AuditRecord, insert_audit_events
 from hango.store.grants import GrantFilter
 from hango.tenancy import require_manager
@@ -84,12 +83,17 @@ def ttl_errors(ttl: Any, settings: Settings, field: str = "ttl") -> list[FieldEr
     return []
 
 
-def when_errors(when: Any, field: str = "when") -> list[FieldError]:
-    """What is wrong with a grant's ``when``: null, or matchers exactly as an interrupt rule's ``when`` takes."""
+def when_errors(when: Any, settings: Settings, field: str = "when") -> list[FieldError]:
+    """What is wrong with a grant's ``when``: null, or matchers exactly as an interrupt rule's ``when`` takes, of
+    at most ``HANGO_GRANT_MAX_WHEN_BYTES``."""
     if when is None:
         return []
     if not isinstance(when, Mapping) or not when:
         return [FieldError(field, "must be null or a non-empty object mapping argument names to matchers")]
+    size = len(json.dumps(when, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > settings.grant_max_when_bytes:
+        limit = settings.grant_max_when_bytes
+        return [FieldError(field, f"is {size} bytes of JSON, over {limit} (HANGO_GRANT_MAX_WHEN_BYTES)")]
     errors: list[FieldError] = []
     for argument, matcher in when.items():
         errors += _matcher_errors(matcher, f"{field}.{argument}")
@@ -118,9 +122,9 @@ def _raise(errors: list[FieldError]) -> None:
 def check_quota(session: Session, settings: Settings, tenant_id: uuid.UUID, now: datetime, adding: int = 1) -> None:
     """Refuse ``adding`` more grants when the tenant would have more than ``HANGO_MAX_GRANTS_PER_TENANT`` active.
 
-    The tenant's row is held until commit: two creations at once count each other's grants.
+    The quota stays locked until commit: two creations at once count each other's grants.
     """
-    tenant_store.get_tenant(session, tenant_id, lock=True)
+    store.lock_quota(session, tenant_id)
     limit = settings.max_grants_per_tenant
     if store.count_active(session, tenant_id, now) + adding > limit:
         raise Conflict(f"the tenant already has {limit} active standing approvals (HANGO_MAX_GRANTS_PER_TENANT)")
@@ -130,7 +134,7 @@ def _check_scope(session: Session, principal: Principal, spec: GrantSpec) -> Non
     """The agent (and the run, when named) must be the tenant's: 404 otherwise, as for a run's ``agent_id``."""
     agent_store.get_agent(session, principal.tenant_id, spec.agent_id)
     if spec.run_id is not None:
-        run = run_store.get_run(session, principal, spec.run_id)
+        run = store.share_run(session, principal.tenant_id, spec.run_id)
         if run.agent_id != spec.agent_id:
             raise InvalidInput.field("run_id", "is a run of another agent")
 
@@ -144,7 +148,7 @@ def add_grant(session: Session, settings: Settings, principal: Principal, spec: 
         Conflict: the tenant already has ``HANGO_MAX_GRANTS_PER_TENANT`` active grants.
     """
     tool_errors = [] if spec.tool_name.strip() else [FieldError("tool_name", "must not be empty")]
-    _raise(tool_errors + ttl_errors(spec.ttl, settings) + when_errors(spec.when))
+    _raise(tool_errors + ttl_errors(spec.ttl, settings) + when_errors(spec.when, settings))
     _check_scope(session, principal, spec)
     check_quota(session, settings, principal.tenant_id, now)
     grant = Grant(

@@ -6,11 +6,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from hango.errors import NotFound
-from hango.models import Grant
+from hango.models import Grant, Run
 from hango.pagination import Page, PageRequest, paginate
 
 
@@ -25,6 +25,31 @@ class GrantFilter:
 def active_at(now: datetime) -> ColumnElement[bool]:
     """Grants that apply at ``now``: not revoked, not expired."""
     return and_(Grant.revoked_at.is_(None), Grant.expires_at > now)
+
+
+def lock_quota(session: Session, tenant_id: uuid.UUID) -> None:
+    """Serialise the tenant's grant creations until the transaction ends (two at once count each other's).
+
+    A transaction-scoped advisory lock, not the tenant's row: it conflicts with nothing but another grant
+    creation, so it cannot join a cycle with the row locks runs, decisions and inserts take.
+    """
+    session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": f"grants:{tenant_id}"})
+
+
+def share_run(session: Session, tenant_id: uuid.UUID, run_id: uuid.UUID) -> Run:
+    """A run of the tenant, held ``FOR KEY SHARE`` (what the grant's foreign key takes anyway), taken before the
+    quota lock so that a decision holding the run never waits on a creation holding the quota.
+
+    Raises:
+        NotFound: no such run in the tenant.
+    """
+    statement = (
+        select(Run).where(Run.tenant_id == tenant_id, Run.id == run_id).with_for_update(key_share=True, read=True)
+    )
+    run = session.scalar(statement)
+    if run is None:
+        raise NotFound(f"run {run_id} not found")
+    return run
 
 
 def count_active(session: Session, tenant_id: uuid.UUID, now: datetime) -> int:

@@ -484,3 +484,19 @@ def test_refused_grant_requests_are_audited_with_their_outcome(
     assert [row.outcome for row in creates] == ["success", "denied", "error"]
     [revoke] = audit_rows(db, tenant.id, "grant.revoke")
     assert (revoke.outcome, revoke.target_id, revoke.actor_id) == ("denied", grant["id"], member.user_id)
+
+
+def test_a_when_over_the_size_limit_is_a_400_and_so_is_remembering_a_call_that_large(
+    settings: Settings, db: Database, tenant: TenantFixture, client: FlaskClient, waiting: str
+) -> None:
+    small = create_app(settings.replace(grant_max_when_bytes=40), db=db).test_client()
+    agent_id = client.get(f"/v1/runs/{waiting}", headers=tenant.owner.headers).json["agent_id"]
+    big = {"file_path": {"prefix": "/memories/" + "x" * 40}}
+    refused = post_grant(small, tenant.owner, agent_id=agent_id, when=big)
+    assert refused.status_code == 400
+    assert [error["field"] for error in refused.json["errors"]] == ["when"]
+    remember = {"tool_call_id": "w", "decision": "approve", "remember": {"ttl": "1h"}}
+    response = decide(small, tenant.owner, waiting, remember)
+    assert response.status_code == 400, response.json
+    assert [error["field"] for error in response.json["errors"]] == ["decisions[0].remember.when"]
+    assert "HANGO_GRANT_MAX_WHEN_BYTES" in response.json["errors"][0]["message"]
