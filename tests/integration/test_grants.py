@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from hango.api import create_app
 from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
+from hango.errors import Conflict
 from hango.grants import GrantSpec
 from hango.models import Grant, PendingApproval, Run
 from hango.run import service
@@ -500,3 +502,35 @@ def test_a_when_over_the_size_limit_is_a_400_and_so_is_remembering_a_call_that_l
     assert response.status_code == 400, response.json
     assert [error["field"] for error in response.json["errors"]] == ["decisions[0].remember.when"]
     assert "HANGO_GRANT_MAX_WHEN_BYTES" in response.json["errors"][0]["message"]
+
+
+def test_creations_racing_for_the_last_place_leave_exactly_one_winner(
+    settings: Settings, db: Database, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    runtime = Runtime.build(settings.replace(max_grants_per_tenant=1), db=db)
+    spec = GrantSpec(uuid.UUID(create_agent(client, tenant.owner, [])), "write_file", "1h")
+    for _ in range(5):
+        assert sorted(_race(4, lambda: grants.create(runtime, owner_of(tenant), spec))) == ["created"] + ["refused"] * 3
+        with db.transaction() as session:
+            session.execute(update(Grant).where(Grant.tenant_id == tenant.id).values(revoked_at=datetime.now(UTC)))
+
+
+def _race(count: int, create: Callable[[], object]) -> list[str]:
+    """Run ``create`` in ``count`` threads released at once; each outcome is ``created`` or ``refused`` (409)."""
+    outcomes: list[str] = []
+    start = threading.Barrier(count)
+
+    def attempt() -> None:
+        start.wait()
+        try:
+            create()
+            outcomes.append("created")
+        except Conflict:
+            outcomes.append("refused")
+
+    racers = [threading.Thread(target=attempt) for _ in range(count)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(timeout=30)
+    return outcomes
