@@ -72,7 +72,7 @@ def ttl_errors(ttl: Any, settings: Settings, field: str = "ttl") -> list[FieldEr
     ``HANGO_GRANT_MAX_TTL``."""
     try:
         duration = parse_duration(ttl) if isinstance(ttl, str) else None
-    except ValueError:
+    except (ValueError, OverflowError):  # past what a timedelta holds: far past the cap anyway
         duration = None
     if duration is None:
         return [FieldError(field, "must be a duration such as 90s, 15m, 1h or 7d")]

@@ -146,6 +146,7 @@ def test_another_tenants_grants_and_agents_are_not_found(
         ({"ttl": "0s"}, "ttl"),
         ({"ttl": "forever"}, "ttl"),
         ({"ttl": "31d"}, "ttl"),
+        ({"ttl": "9" * 40 + "d"}, "ttl"),
         ({"ttl": None}, "ttl"),
         ({"ttl": 3600}, "ttl"),
         ({"tool_name": ""}, "tool_name"),
