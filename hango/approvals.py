@@ -394,6 +394,10 @@ def _check_remember(runtime: Runtime, decisions: list[dict[str, Any]], rows: lis
             errors.append(FieldError(field, "a rule that needs several approvals is never remembered"))
             continue
         errors += ttl_errors(remember["ttl"], runtime.settings, f"{field}.ttl")
+        if "when" not in remember and not row.arguments:
+            # Nothing to match exactly: the default would cover every call of the tool, more than was seen.
+            errors.append(FieldError(f"{field}.when", "the call has no arguments: name a when (null: every call)"))
+            continue
         when = _remembered_when(remember, row)
         found = when_errors(when, runtime.settings, f"{field}.when")
         if not found and not InterruptRule(allowed_decisions=(), when=when).matches(row.arguments):

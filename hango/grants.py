@@ -101,7 +101,8 @@ def when_errors(when: Any, settings: Settings, field: str = "when") -> list[Fiel
 
 
 def exact_call(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The ``when`` that matches these arguments again: ``equals`` on each of them (None for a call without any).
+    """The ``when`` that matches these arguments again: ``equals`` on each of them (None for a call without any,
+    which a ``remember`` refuses: it would match every call).
 
     What a reviewer approved is what they saw, so "remember" covers exactly that call; arguments the call did not
     have stay unconstrained, as in every ``when``.

@@ -535,3 +535,21 @@ def _race(count: int, create: Callable[[], object]) -> list[str]:
     for racer in racers:
         racer.join(timeout=30)
     return outcomes
+
+
+def test_a_call_without_arguments_is_remembered_only_with_a_when_of_the_reviewers_own(
+    client: FlaskClient, tenant: TenantFixture, db: Database, waiting: str
+) -> None:
+    with db.transaction() as session:
+        session.execute(
+            update(PendingApproval).where(PendingApproval.run_id == uuid.UUID(waiting)).values(arguments={})
+        )
+    remember: dict[str, Any] = {"tool_call_id": "w", "decision": "approve", "remember": {"ttl": "1h"}}
+    refused = decide(client, tenant.owner, waiting, remember)
+    assert refused.status_code == 400, refused.json
+    assert [error["field"] for error in refused.json["errors"]] == ["decisions[0].remember.when"]
+    remember["remember"]["when"] = None
+    response = decide(client, tenant.owner, waiting, remember)
+    assert response.status_code == 200, response.json
+    grant_id = response.json["approvals"][0]["remembered_grant_id"]
+    assert client.get(f"/v1/grants/{grant_id}", headers=tenant.owner.headers).json["when"] is None
