@@ -16,6 +16,7 @@ from hango.api import (
     audit_events,
     auth,
     files,
+    grants,
     inbox,
     metrics,
     ops,
@@ -41,6 +42,7 @@ _BLUEPRINTS = (
     approvals.blp,
     audit_events.blp,
     webhooks.blp,
+    grants.blp,
     tenant.blp,
 )
 # Probes and scrapes come every few seconds and say nothing about what users did.

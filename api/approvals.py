@@ -53,11 +53,20 @@ class Approval(ma.Schema):
             "result; outcome_unknown when its worker stopped mid-call and the tool is not idempotent"
         },
     )
+    grant_id = fields.UUID(
+        allow_none=True, required=True, metadata={"description": "the standing approval that approved the call"}
+    )
+
+
+class DecidedApproval(Approval):
+    remembered_grant_id = fields.UUID(
+        allow_none=True, required=True, metadata={"description": "the grant this decision's `remember` created"}
+    )
 
 
 class DecisionResult(ma.Schema):
     run = fields.Nested(Run, required=True)
-    approvals = fields.List(fields.Nested(Approval), required=True)
+    approvals = fields.List(fields.Nested(DecidedApproval), required=True)
 
 
 class ApprovalArgs(ListArgs):
@@ -93,7 +102,10 @@ def decide(run_id: uuid.UUID) -> dict[str, Any]:
     decided = approvals.decide(services().runtime, principal(), run_id, _body(), trace_id())
     audit_written()
     ttl = services().settings.approval_ttl
-    return {"run": decided.run, "approvals": [approval_json(row, ttl) for row in decided.approvals]}
+    items = [
+        {**approval_json(row, ttl), "remembered_grant_id": decided.remembered.get(row.id)} for row in decided.approvals
+    ]
+    return {"run": decided.run, "approvals": items}
 
 
 @blp.route("/runs/<uuid:run_id>/approvals", methods=["GET"])

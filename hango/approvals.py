@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +20,7 @@ import marshmallow as ma
 from marshmallow import ValidationError, fields, validate, validates_schema
 from sqlalchemy.orm import Session
 
-from hango.agent.interrupts import compile_rules
+from hango.agent.interrupts import InterruptRule, compile_rules
 from hango.agent.state import arguments_changed
 from hango.auth import Principal
 from hango.canonical import sha256_hex
@@ -33,7 +33,9 @@ from hango.errors import (
     PartialDecision,
     StaleApproval,
 )
-from hango.models import DECISIONS, Outcome, PendingApproval, Run
+from hango.grants import GrantSpec, add_grant, check_quota, exact_call, ttl_errors, when_errors
+from hango.grants import audit_detail as grant_audit_detail
+from hango.models import DECISIONS, Grant, Outcome, PendingApproval, Run
 from hango.pagination import Page, PageRequest
 from hango.run import transitions
 from hango.run.runtime import Runtime, Work, unit_of_work
@@ -45,6 +47,24 @@ from hango.validation import field_errors
 
 log = logging.getLogger(__name__)
 NEEDS_MESSAGE = ("reject", "respond")
+
+
+class RememberSchema(ma.Schema):
+    """``remember`` on an approve: a standing approval of the same tool for ``ttl``."""
+
+    ttl = fields.String(
+        required=True,
+        validate=validate.Length(min=1, max=50),
+        metadata={"description": "how long to remember, e.g. 1h (at most HANGO_GRANT_MAX_TTL)"},
+    )
+    when = fields.Dict(
+        keys=fields.String(),
+        allow_none=True,
+        metadata={
+            "description": "matchers as in an interrupt rule's `when`; omitted: exactly this call's arguments "
+            "(`equals` on each); null: every call of the tool"
+        },
+    )
 
 
 class DecisionSchema(ma.Schema):
@@ -61,6 +81,9 @@ class DecisionSchema(ma.Schema):
         ),
         metadata={"description": "the approval's arguments_sha256 as the reviewer saw it; another is a 409"},
     )
+    remember = fields.Nested(
+        RememberSchema, metadata={"description": "approve only: also create a standing approval (a grant)"}
+    )
 
     @validates_schema
     def _coherent(self, data: dict[str, Any], **_: Any) -> None:
@@ -75,6 +98,11 @@ class DecisionSchema(ma.Schema):
             raise ValidationError(f"a {kind} needs a message", "message")
         if kind not in NEEDS_MESSAGE and "message" in data:
             raise ValidationError("only reject and respond take a message", "message")
+
+    @validates_schema
+    def _remember_approves(self, data: dict[str, Any], **_: Any) -> None:
+        if "remember" in data and data.get("decision") != "approve":
+            raise ValidationError("only an approve can be remembered", "remember")
 
 
 class DecisionsSchema(ma.Schema):
@@ -103,6 +131,8 @@ class Decided:
 
     run: Run
     approvals: list[PendingApproval]
+    # The grant each ``remember`` created, by approval id.
+    remembered: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)
 
 
 def named_approvals(rows: list[PendingApproval], body: Any) -> list[NamedApproval]:
@@ -153,6 +183,7 @@ def decide(
         suspended = run.trace_context  # the suspended run's span, read under the lock that decides
         try:
             decisions, chosen = _checked(runtime, work.session, principal, run, rows, body)
+            remembered = _remembered(runtime, work.session, principal, run, decisions, chosen)
         except HangoError as refusal:
             # Every check comes before the first write, so the refusal's audit rows are all this commits.
             insert_audit_events(
@@ -163,12 +194,13 @@ def decide(
         else:
             refused = None
             _store_decisions(work, principal, run, decisions, chosen, trace_id)
+            granted = _store_remembered(runtime, work.session, principal, remembered, trace_id)
     if refused is not None:
         raise refused
     link_decision(suspended, str(run.id), len(chosen), str(principal.user_id))
     for row in chosen:
         _log_decided(row, principal, trace_id)
-    return Decided(run, chosen)
+    return Decided(run, chosen, granted)
 
 
 def _log_decided(row: PendingApproval, principal: Principal, trace_id: str | None) -> None:
@@ -200,6 +232,7 @@ def _checked(
     decisions = _parse(body)
     chosen = _resolve(decisions, rows)
     _check(runtime, run, decisions, chosen)
+    _check_remember(runtime, decisions, chosen)
     _check_complete(run, rows, chosen)
     _check_seen(decisions, chosen)
     return decisions, chosen
@@ -348,6 +381,83 @@ def _edit_errors(
     if rule is not None and rule.when and not rule.matches(args):
         return [FieldError(field, "the edited arguments leave the scope of the rule that made this call wait")]
     return []
+
+
+def _check_remember(runtime: Runtime, decisions: list[dict[str, Any]], rows: list[PendingApproval]) -> None:
+    """Refuse a ``remember`` that could not become a grant covering the call approved (400, nothing stored)."""
+    errors: list[FieldError] = []
+    for index, (decision, row) in enumerate(zip(decisions, rows, strict=True)):
+        remember, field = decision.get("remember"), f"decisions[{index}].remember"
+        if remember is None:
+            continue
+        if row.approvals_required > 1:
+            errors.append(FieldError(field, "a rule that needs several approvals is never remembered"))
+            continue
+        errors += ttl_errors(remember["ttl"], runtime.settings, f"{field}.ttl")
+        if "when" not in remember and not row.arguments:
+            # Nothing to match exactly: the default would cover every call of the tool, more than was seen.
+            errors.append(FieldError(f"{field}.when", "the call has no arguments: name a when (null: every call)"))
+            continue
+        when = _remembered_when(remember, row)
+        found = when_errors(when, runtime.settings, f"{field}.when")
+        if not found and not InterruptRule(allowed_decisions=(), when=when).matches(row.arguments):
+            found = [FieldError(f"{field}.when", "does not match the call approved")]
+        errors += found
+    if errors:
+        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+
+
+def _remembered_when(remember: dict[str, Any], row: PendingApproval) -> dict[str, Any] | None:
+    """The ``when`` a ``remember`` asks for: its own (``None``: every call), or by default exactly this call."""
+    return remember["when"] if "when" in remember else exact_call(row.arguments)
+
+
+def _remembered(
+    runtime: Runtime,
+    session: Session,
+    principal: Principal,
+    run: Run,
+    decisions: list[dict[str, Any]],
+    rows: list[PendingApproval],
+) -> list[tuple[PendingApproval, GrantSpec]]:
+    """The grants the decisions ask to remember, by approval: the run's agent, the call's tool, the checked
+    ``when`` (by default exactly the call's arguments), any run. A 409 if they would pass the tenant's limit."""
+    remembered = []
+    for decision, row in zip(decisions, rows, strict=True):
+        remember = decision.get("remember")
+        if remember is not None:
+            spec = GrantSpec(run.agent_id, row.tool_name, remember["ttl"], _remembered_when(remember, row))
+            remembered.append((row, spec))
+    if remembered:
+        check_quota(session, runtime.settings, principal.tenant_id, datetime.now(UTC), len(remembered))
+    return remembered
+
+
+def _store_remembered(
+    runtime: Runtime,
+    session: Session,
+    principal: Principal,
+    remembered: list[tuple[PendingApproval, GrantSpec]],
+    trace_id: str | None,
+) -> dict[uuid.UUID, uuid.UUID]:
+    """Create the remembered grants, each audited ``grant.create`` with the approval that asked for it."""
+    now = datetime.now(UTC)
+    created: dict[uuid.UUID, Grant] = {
+        row.id: add_grant(session, runtime.settings, principal, spec, now) for row, spec in remembered
+    }
+    audit = [
+        AuditRecord.by_user(
+            principal,
+            "grant.create",
+            ("grant", str(grant.id)),
+            "success",
+            {**grant_audit_detail(grant), "approval_id": str(approval_id)},
+            trace_id,
+        )
+        for approval_id, grant in created.items()
+    ]
+    insert_audit_events(session, audit)
+    return {approval_id: grant.id for approval_id, grant in created.items()}
 
 
 def _check_complete(run: Run, rows: list[PendingApproval], chosen: list[PendingApproval]) -> None:

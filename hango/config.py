@@ -317,6 +317,16 @@ class Settings(BaseSettings):
         description="how long a delivered or failed delivery stays in the log; the sweep forgets older ones",
     )
     max_webhooks_per_tenant: WholeNumber = Field(default=20, description="webhooks one tenant may have")
+    grant_max_ttl: Duration = Field(
+        default=timedelta(days=30), description="the longest `ttl` a standing approval (grant) may be given"
+    )
+    max_grants_per_tenant: WholeNumber = Field(
+        default=500, description="active (neither expired nor revoked) standing approvals one tenant may have"
+    )
+    grant_max_when_bytes: WholeNumber = Field(
+        default=16_384,
+        description="largest `when` of a standing approval, as compact JSON (a remembered call's arguments included)",
+    )
     webhook_max_url_length: WholeNumber = Field(default=2048, description="longest webhook URL")
     webhook_secret_keys: FernetKeys = Field(
         default=(),

@@ -1,16 +1,216 @@
-"""TEMPORARY stub until the grants branch lands."""
+"""Standing approvals (grants): create, list, revoke, and the lookup the agent loop makes.
+
+A grant says "calls of this agent's ``tool_name`` that match ``when`` (and, if set, belong to ``run_id``) are
+approved until ``expires_at``". It is consulted only where an interrupt rule would suspend the call: the loop asks
+:func:`live_grant`, and when one answers it records the call as an approval already decided
+(:mod:`hango.run.standing`) instead of waiting for a human. A grant never widens what a rule lets through; it only
+spares a human the same decision again. It never applies to a rule with ``approvals_required`` above 1, nor to
+one that does not allow ``approve`` (the loop does not ask for those).
+
+Owners and admins only. The API's functions own their transactions; :func:`live_grant` and :func:`add_grant` work
+in the caller's.
+"""
 
 from __future__ import annotations
 
+import json
 import uuid
-from datetime import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from hango.agent.interrupts import InterruptRule
+from hango.agent.interrupts import InterruptRule, _matcher_errors
+from hango.auth import Principal
+from hango.config import Settings, parse_duration
+from hango.errors import Conflict, FieldError, InvalidInput
 from hango.models import Grant
+from hango.pagination import Page, PageRequest
+from hango.run.runtime import Runtime
+from hango.store import agents as agent_store
+from hango.store import grants as store
+from hango.store.grants import GrantFilter
+from hango.tenancy import require_manager
+
+__all__ = [
+    "GrantFilter",
+    "GrantSpec",
+    "add_grant",
+    "audit_detail",
+    "check_quota",
+    "create",
+    "exact_call",
+    "get",
+    "is_active",
+    "list_grants",
+    "live_grant",
+    "revoke",
+    "ttl_errors",
+    "when_errors",
+]
+
+
+@dataclass(frozen=True)
+class GrantSpec:
+    """What a new grant covers, as its creator asked: ``when`` None is every call of the tool."""
+
+    agent_id: uuid.UUID
+    tool_name: str
+    ttl: str
+    when: Mapping[str, Any] | None = None
+    run_id: uuid.UUID | None = None
+
+
+# Checks shared by POST /v1/grants and a decision's ``remember``.
+
+
+def ttl_errors(ttl: Any, settings: Settings, field: str = "ttl") -> list[FieldError]:
+    """What is wrong with a grant's ``ttl``: a duration such as ``1h``, above zero, at most
+    ``HANGO_GRANT_MAX_TTL``."""
+    try:
+        duration = parse_duration(ttl) if isinstance(ttl, str) else None
+    except (ValueError, OverflowError):  # past what a timedelta holds: far past the cap anyway
+        duration = None
+    if duration is None:
+        return [FieldError(field, "must be a duration such as 90s, 15m, 1h or 7d")]
+    if duration <= timedelta(0):
+        return [FieldError(field, "must be longer than zero")]
+    if duration > settings.grant_max_ttl:
+        return [FieldError(field, f"must be at most {settings.grant_max_ttl} (HANGO_GRANT_MAX_TTL)")]
+    return []
+
+
+def when_errors(when: Any, settings: Settings, field: str = "when") -> list[FieldError]:
+    """What is wrong with a grant's ``when``: null, or matchers exactly as an interrupt rule's ``when`` takes, of
+    at most ``HANGO_GRANT_MAX_WHEN_BYTES``."""
+    if when is None:
+        return []
+    if not isinstance(when, Mapping) or not when:
+        return [FieldError(field, "must be null or a non-empty object mapping argument names to matchers")]
+    size = len(json.dumps(when, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > settings.grant_max_when_bytes:
+        limit = settings.grant_max_when_bytes
+        return [FieldError(field, f"is {size} bytes of JSON, over {limit} (HANGO_GRANT_MAX_WHEN_BYTES)")]
+    errors: list[FieldError] = []
+    for argument, matcher in when.items():
+        errors += _matcher_errors(matcher, f"{field}.{argument}")
+    return errors
+
+
+def exact_call(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``when`` that matches these arguments again: ``equals`` on each of them (None for a call without any,
+    which a ``remember`` refuses: it would match every call).
+
+    What a reviewer approved is what they saw, so "remember" covers exactly that call; arguments the call did not
+    have stay unconstrained, as in every ``when``.
+    """
+    return {name: {"equals": value} for name, value in arguments.items()} or None
+
+
+def is_active(grant: Grant, now: datetime) -> bool:
+    """Whether the grant applies at ``now``: neither revoked nor expired."""
+    return grant.revoked_at is None and grant.expires_at > now
+
+
+def _raise(errors: list[FieldError]) -> None:
+    if errors:
+        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+
+
+def check_quota(session: Session, settings: Settings, tenant_id: uuid.UUID, now: datetime, adding: int = 1) -> None:
+    """Refuse ``adding`` more grants when the tenant would have more than ``HANGO_MAX_GRANTS_PER_TENANT`` active.
+
+    The quota stays locked until commit: two creations at once count each other's grants.
+    """
+    store.lock_quota(session, tenant_id)
+    limit = settings.max_grants_per_tenant
+    if store.count_active(session, tenant_id, now) + adding > limit:
+        raise Conflict(f"the tenant already has {limit} active standing approvals (HANGO_MAX_GRANTS_PER_TENANT)")
+
+
+def _check_scope(session: Session, principal: Principal, spec: GrantSpec) -> None:
+    """The agent (and the run, when named) must be the tenant's: 404 otherwise, as for a run's ``agent_id``."""
+    agent_store.get_agent(session, principal.tenant_id, spec.agent_id)
+    if spec.run_id is not None:
+        run = store.share_run(session, principal.tenant_id, spec.run_id)
+        if run.agent_id != spec.agent_id:
+            raise InvalidInput.field("run_id", "is a run of another agent")
+
+
+def add_grant(session: Session, settings: Settings, principal: Principal, spec: GrantSpec, now: datetime) -> Grant:
+    """Validate and insert a grant created by ``principal`` in the caller's transaction.
+
+    Raises:
+        InvalidInput: ``tool_name``, ``ttl`` or ``when`` is malformed, or ``run_id`` is another agent's run.
+        NotFound: the agent or the run is not the tenant's.
+        Conflict: the tenant already has ``HANGO_MAX_GRANTS_PER_TENANT`` active grants.
+    """
+    tool_errors = [] if spec.tool_name.strip() else [FieldError("tool_name", "must not be empty")]
+    _raise(tool_errors + ttl_errors(spec.ttl, settings) + when_errors(spec.when, settings))
+    _check_scope(session, principal, spec)
+    check_quota(session, settings, principal.tenant_id, now)
+    grant = Grant(
+        id=uuid.uuid4(),
+        tenant_id=principal.tenant_id,
+        agent_id=spec.agent_id,
+        tool_name=spec.tool_name,
+        when=dict(spec.when) if spec.when is not None else None,
+        run_id=spec.run_id,
+        created_by=principal.user_id,
+        expires_at=now + parse_duration(spec.ttl),
+    )
+    return store.add(session, grant)
+
+
+def audit_detail(grant: Grant) -> dict[str, Any]:
+    """What a ``grant.*`` audit row says: ids, the tool, the arguments ``when`` constrains (never their values)."""
+    return {
+        "agent_id": str(grant.agent_id),
+        "tool_name": grant.tool_name,
+        "when_arguments": sorted(grant.when) if grant.when else None,
+        "run_id": str(grant.run_id) if grant.run_id else None,
+        "expires_at": grant.expires_at.isoformat(),
+    }
+
+
+# The API's services.
+
+
+def create(runtime: Runtime, principal: Principal, spec: GrantSpec) -> Grant:
+    """Create a grant (owner, admin); see :func:`add_grant` for what is refused."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return add_grant(session, runtime.settings, principal, spec, datetime.now(UTC))
+
+
+def list_grants(runtime: Runtime, principal: Principal, filters: GrantFilter, request: PageRequest) -> Page[Grant]:
+    """The tenant's grants, newest first (owner, admin)."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.page(session, principal.tenant_id, filters, request, datetime.now(UTC))
+
+
+def get(runtime: Runtime, principal: Principal, grant_id: uuid.UUID) -> Grant:
+    """One grant of the tenant (owner, admin)."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.get(session, principal.tenant_id, grant_id)
+
+
+def revoke(runtime: Runtime, principal: Principal, grant_id: uuid.UUID) -> Grant:
+    """Revoke a grant at once (owner, admin); revoking it again changes nothing.
+
+    A loop holding the grant (between :func:`live_grant` and its commit) finishes first; no lookup after this
+    returns sees the grant.
+    """
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.revoke(session, principal.tenant_id, grant_id, principal.user_id, datetime.now(UTC))
+
+
+# What the agent loop calls, in its own transaction.
 
 
 def live_grant(
@@ -20,17 +220,20 @@ def live_grant(
     agent_id: uuid.UUID,
     run_id: uuid.UUID,
     tool_name: str,
-    arguments: dict[str, Any],
+    arguments: Mapping[str, Any],
     now: datetime,
 ) -> Grant | None:
-    rows = session.scalars(
-        select(Grant).where(
-            Grant.tenant_id == tenant_id,
-            Grant.agent_id == agent_id,
-            Grant.tool_name == tool_name,
-            Grant.revoked_at.is_(None),
-            Grant.expires_at > now,
-            or_(Grant.run_id.is_(None), Grant.run_id == run_id),
-        )
+    """The oldest active grant that approves this call, or None.
+
+    Ask only where a rule would suspend the call, and never for a rule with ``approvals_required`` above 1. One
+    indexed statement; ``when`` is matched with the interrupt rules' own matcher (paths normalised). The grants
+    found stay locked ``FOR SHARE`` until the caller's transaction ends; the loop looks again, with
+    :func:`~hango.store.grants.live_ids`, in the transaction that records the call as approved, so a revocation
+    either comes first (and the call waits for a human) or waits for that commit.
+    """
+    found = store.candidates(
+        session, tenant_id=tenant_id, agent_id=agent_id, run_id=run_id, tool_name=tool_name, now=now
     )
-    return next((g for g in rows if InterruptRule((), g.when).matches(arguments)), None)
+    return next(
+        (grant for grant in found if InterruptRule(allowed_decisions=(), when=grant.when).matches(arguments)), None
+    )

@@ -8,6 +8,12 @@
   const MEMBER_REASON = "Members cannot decide approvals: an owner or admin of the tenant decides them.";
   const PERSISTENT = ["/memories/", "/skills/"];
   const MAX_DIFF_LINES = 4000;
+  const REMEMBER_FOR = [
+    ["1h", "1 hour"],
+    ["8h", "8 hours"],
+    ["24h", "1 day"],
+    ["7d", "7 days"],
+  ];
 
   const page = {
     manager: false,
@@ -17,6 +23,7 @@
     pending: new Map(), // approval id -> approval item
     staged: new Map(), // run id -> Map(tool call id -> decision)
     drawing: null, // the timer of the next drawing of new cards
+    grants: null, // the standing approvals panel's parts (owners and admins)
     abort: null,
   };
 
@@ -132,6 +139,7 @@
     if (page.abort) page.abort.abort();
     page.pending.clear();
     page.staged.clear();
+    page.grants = null;
     $("view").hidden = true;
     $("view").replaceChildren();
     $("who").hidden = true;
@@ -194,6 +202,7 @@
       list.append(found ? render(found) : element("p", { text: "No such approval is visible to you." }));
     }
     refreshEmpty(list, empty, only);
+    if (page.manager && !only) view.append(grantsPanel());
     setInterval(() => refreshTimes(list), 10_000);
     follow(
       "/v1/approvals/events",
@@ -283,6 +292,7 @@
   function decidedText(item) {
     if (item.state !== "decided") return `This approval is ${item.state}.`;
     const who = page.users.get(item.decided_by) || item.decided_by;
+    if (item.grant_id) return `Approved by a standing approval (${item.grant_id}) that ${who} created.`;
     return `Decided: ${item.decision} by ${who}${item.decision_message ? ` (“${item.decision_message}”)` : ""}.`;
   }
 
@@ -412,13 +422,45 @@
       box.append(button);
     }
     if (!page.manager) box.append(element("p", { class: "reason", id: reasonId, text: MEMBER_REASON }));
+    if (page.manager && item.allowed_decisions.includes("approve") && !(item.approvals_required > 1)) {
+      box.append(rememberControls(item));
+    }
     box.append(form, problem);
     return box;
   }
 
+  // "Remember" turns an approve into a standing approval of exactly this call (the same tool, agent and
+  // arguments) for a while: the server creates the grant in the same transaction as the decision.
+  function rememberControls(item) {
+    const id = `remember-${item.id}`;
+    const box = element("input", { type: "checkbox", id, "data-field": "remember", "aria-describedby": `${id}-hint` });
+    const select = element("select", { id: `${id}-ttl`, "data-field": "remember-ttl" });
+    for (const [value, label] of REMEMBER_FOR) select.append(element("option", { value, text: label }));
+    return element(
+      "div",
+      { class: "remember" },
+      box,
+      element("label", { for: id, class: "inline", text: "Remember this approval" }),
+      element("label", { for: `${id}-ttl`, class: "inline", text: "for" }),
+      select,
+      element("p", {
+        class: "reason",
+        id: `${id}-hint`,
+        text: "The same call with the same arguments then runs without asking, until it expires or is revoked.",
+      }),
+    );
+  }
+
+  function approval(item) {
+    const card = document.querySelector(`article[data-approval="${item.id}"]`);
+    const box = card && card.querySelector('[data-field="remember"]');
+    if (!box || !box.checked) return { decision: "approve" };
+    return { decision: "approve", remember: { ttl: card.querySelector('[data-field="remember-ttl"]').value } };
+  }
+
   function open(item, decision, form, problem) {
     problem.replaceChildren();
-    if (decision === "approve") return stage(item, { decision: "approve" }, problem);
+    if (decision === "approve") return stage(item, approval(item), problem);
     const id = `${decision}-${item.id}`;
     const isEdit = decision === "edit";
     const area = element("textarea", { id });
@@ -461,6 +503,7 @@
     page.staged.delete(item.run_id);
     try {
       await call("POST", `/v1/runs/${item.run_id}/approvals`, { decisions });
+      if (decisions.some((decision) => decision.remember)) refreshGrants();
       for (const other of siblings) {
         page.pending.delete(other.id);
         const node = document.querySelector(`article[data-approval="${other.id}"]`);
@@ -481,6 +524,91 @@
       }
       holder.append(list);
     }
+  }
+
+  // --- standing approvals ------------------------------------------------------------------------------------
+
+  function grantsPanel() {
+    const body = element("tbody");
+    const table = element(
+      "table",
+      { "aria-label": "Standing approvals", hidden: true },
+      element(
+        "thead",
+        {},
+        element(
+          "tr",
+          {},
+          ...["Agent", "Tool", "When", "Run", "Expires", "Created by", ""].map((name) =>
+            element("th", { scope: "col", text: name }),
+          ),
+        ),
+      ),
+      body,
+    );
+    const empty = element("p", { class: "empty", text: "No standing approvals." });
+    const problem = element("div", { class: "problem", role: "alert" });
+    page.grants = { table, body, empty, problem };
+    refreshGrants();
+    setInterval(refreshGrants, 30_000);
+    return element(
+      "section",
+      { "aria-labelledby": "grants-title", class: "grants" },
+      element("h2", { id: "grants-title", text: "Standing approvals" }),
+      element("p", {
+        class: "reason",
+        text: "Calls these cover run without waiting for a decision. Revoking one takes effect at once.",
+      }),
+      empty,
+      table,
+      problem,
+    );
+  }
+
+  async function refreshGrants() {
+    const panel = page.grants;
+    if (!panel || !token()) return;
+    try {
+      const grants = await everyPage("/v1/grants?active=true&limit=200");
+      panel.body.replaceChildren(...grants.map(grantRow));
+      panel.empty.hidden = grants.length > 0;
+      panel.table.hidden = grants.length === 0;
+    } catch (error) {
+      showProblem(panel.problem, error.body || { detail: error.message });
+    }
+  }
+
+  function grantRow(grant) {
+    const agent = element("td", { text: grant.agent_id });
+    cached(page.agents, grant.agent_id, () => call("GET", `/v1/agents/${grant.agent_id}`))
+      .then((found) => (agent.textContent = found.name))
+      .catch(() => {});
+    const expires = new Date(grant.expires_at);
+    const revoke = element("button", { type: "button", text: "Revoke" });
+    const row = element(
+      "tr",
+      { "data-grant": grant.id },
+      agent,
+      element("td", {}, element("code", { text: grant.tool_name })),
+      element("td", {}, grant.when ? element("code", { text: JSON.stringify(grant.when) }) : "every call"),
+      element("td", { text: grant.run_id || "any run" }),
+      element("td", { "data-field": "expiry", "data-at": expires.toISOString(), text: until(expires) }),
+      element("td", { text: page.users.get(grant.created_by) || grant.created_by }),
+      element("td", {}, revoke),
+    );
+    revoke.addEventListener("click", async () => {
+      const panel = page.grants;
+      panel.problem.replaceChildren();
+      try {
+        await call("DELETE", `/v1/grants/${grant.id}`);
+        row.remove();
+        panel.empty.hidden = panel.body.children.length > 0;
+        panel.table.hidden = panel.body.children.length === 0;
+      } catch (error) {
+        showProblem(panel.problem, error.body || { detail: error.message });
+      }
+    });
+    return row;
   }
 
   // --- times -----------------------------------------------------------------------------------------------

@@ -34,6 +34,10 @@ class RunStopped(HangoError):
     """The run was cancelled or this worker lost its lease; the loop stops without writing anything more."""
 
 
+class GrantWithdrawn(HangoError):
+    """A grant the loop found was revoked (or expired) before the call it covers was recorded approved."""
+
+
 class SuspendBatch(ToolSignal):
     """Raised by a delegating tool whose child loop suspended; the parent's whole batch suspends with it."""
 
@@ -220,8 +224,8 @@ class AgentLoop:
         held = self._review(scope, calls) if held is None else held
         if _waits(held):
             return self._suspend(scope, calls, held)
-        if held:
-            self._record_granted(scope, calls, held)
+        if held and not self._record_granted(scope, calls, held):
+            return self.run_batch(scope, calls)  # a grant went away meanwhile: review the batch again
         self._port.check_active()
         with self._port.batch() as batch:
             results: dict[str, ToolResult] = {}
@@ -242,14 +246,21 @@ class AgentLoop:
         scope.state.messages.append(message)
         return None
 
-    def _record_granted(self, scope: LoopScope, calls: Sequence[ToolCall], granted: Sequence[PendingCall]) -> None:
-        """Store the batch's granted calls as decided approvals, and the batch as held, in one transaction.
+    def _record_granted(self, scope: LoopScope, calls: Sequence[ToolCall], granted: Sequence[PendingCall]) -> bool:
+        """Store the batch's granted calls as decided approvals, and the batch as held, in one transaction;
+        ``False`` when a grant was withdrawn meanwhile and nothing was stored.
 
         From then on the batch is re-driven like one a human decided: a crash cannot drop the approvals, and an
         approved call runs once (its ``execution``) whatever happens to the worker.
         """
         scope.state.suspended_batch = [call.id for call in calls]
-        scope.state.decisions.update(self._port.record_granted(granted, scope.state))
+        try:
+            decided = self._port.record_granted(granted, scope.state)
+        except GrantWithdrawn:
+            scope.state.suspended_batch = []
+            return False
+        scope.state.decisions.update(decided)
+        return True
 
     @staticmethod
     def _suspend(scope: LoopScope, calls: Sequence[ToolCall], pending: Sequence[PendingCall]) -> AwaitingApproval:

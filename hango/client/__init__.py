@@ -10,7 +10,7 @@ with Client("http://127.0.0.1:8000", token) as hango:
 
 from hango.client.client import Client
 from hango.client.errors import ClientError, ProblemError, TransportError
-from hango.client.types import Approval, Decision, DecisionResult, Event, Page, Run
+from hango.client.types import Approval, Decision, DecisionResult, Event, Grant, Page, Remember, Run
 
 __all__ = [
     "Approval",
@@ -19,8 +19,10 @@ __all__ = [
     "Decision",
     "DecisionResult",
     "Event",
+    "Grant",
     "Page",
     "ProblemError",
+    "Remember",
     "Run",
     "TransportError",
 ]

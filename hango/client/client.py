@@ -24,6 +24,7 @@ from hango.client.types import (
     Event,
     File,
     FileInfo,
+    Grant,
     IssuedToken,
     Message,
     Page,
@@ -246,7 +247,11 @@ class Client:
         raise ProblemError.not_found(f"no approval {approval_id} is visible to this token")
 
     def decide(self, run_id: str, decisions: list[Decision]) -> DecisionResult:
-        """Decide every pending call of a suspended run in one request (owner, admin; never a member)."""
+        """Decide every pending call of a suspended run in one request (owner, admin; never a member).
+
+        An approve may carry ``remember`` (``{"ttl": "1h"}``, optionally ``when``) to create a standing approval
+        of the same tool; each decided approval's ``remembered_grant_id`` names it.
+        """
         body = {"decisions": decisions}
         return cast(DecisionResult, self._request("POST", f"/v1/runs/{run_id}/approvals", json=body))
 
@@ -256,6 +261,49 @@ class Client:
         A dropped connection is reopened with ``Last-Event-ID``; ``after`` resumes from an event already seen.
         """
         return iter(self._stream("/v1/approvals/events", after, lambda event: False))
+
+    # Standing approvals (owner, admin).
+
+    def create_grant(
+        self,
+        agent_id: str,
+        tool_name: str,
+        ttl: str,
+        *,
+        when: dict[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> Grant:
+        """Approve, for ``ttl`` (e.g. ``"1h"``), the calls of an agent's tool that a rule would suspend and
+        ``when`` matches (``None``: every call), in ``run_id`` only if given."""
+        body = {"agent_id": agent_id, "tool_name": tool_name, "ttl": ttl, "when": when, "run_id": run_id}
+        return cast(Grant, self._request("POST", "/v1/grants", json=body))
+
+    def list_grants(
+        self,
+        *,
+        agent_id: str | None = None,
+        active: bool | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[Grant]:
+        """One page of the tenant's grants, newest first; ``agent_id`` and ``active`` filter."""
+        flag = None if active is None else str(active).lower()
+        params = {**_page(limit, cursor), "agent_id": agent_id, "active": flag}
+        return cast(Page[Grant], self._request("GET", "/v1/grants", params=params))
+
+    def iter_grants(
+        self, *, agent_id: str | None = None, active: bool | None = None, limit: int | None = None
+    ) -> Iterator[Grant]:
+        """Every grant of the tenant matching the filters, newest first."""
+        return _pages(lambda cursor: self.list_grants(agent_id=agent_id, active=active, limit=limit, cursor=cursor))
+
+    def get_grant(self, grant_id: str) -> Grant:
+        """One grant."""
+        return cast(Grant, self._request("GET", f"/v1/grants/{grant_id}"))
+
+    def revoke_grant(self, grant_id: str) -> None:
+        """Revoke a grant at once (revoking it again changes nothing)."""
+        self._request("DELETE", f"/v1/grants/{grant_id}")
 
     # Webhooks (owner, admin).
 

@@ -115,6 +115,23 @@ class Approval(TypedDict):
     decided_by: str | None
     decided_at: str | None
     execution: Execution  # where an approved call stands; outcome_unknown: its worker stopped mid-call
+    grant_id: str | None  # the standing approval that approved the call without a human
+
+
+class DecidedApproval(Approval):
+    """An approval as a decision request answers it."""
+
+    remembered_grant_id: str | None  # the grant this decision's ``remember`` created
+
+
+class Remember(TypedDict, total=False):
+    """``remember`` on an approve: also create a standing approval of the same tool.
+
+    ``when`` omitted covers exactly the approved call's arguments; ``None`` covers every call of the tool.
+    """
+
+    ttl: Required[str]  # a duration such as "1h", at most the server's HANGO_GRANT_MAX_TTL
+    when: dict[str, Any] | None
 
 
 class Decision(TypedDict, total=False):
@@ -126,13 +143,31 @@ class Decision(TypedDict, total=False):
     args: dict[str, Any]
     message: str
     arguments_sha256: str  # the approval's, as the decider saw it: another is a 409 stale-approval
+    remember: Remember  # approve only
 
 
 class DecisionResult(TypedDict):
     """The run as the decisions committed it (``queued``), and the approvals they decided."""
 
     run: Run
-    approvals: list[Approval]
+    approvals: list[DecidedApproval]
+
+
+class Grant(TypedDict):
+    """A standing approval: calls of an agent's tool that a rule would suspend and ``when`` matches run without a
+    human until ``expires_at`` or a revocation."""
+
+    id: str
+    agent_id: str
+    tool_name: str
+    when: dict[str, Any] | None  # matchers as in an interrupt rule's ``when``; None: every call
+    run_id: str | None  # only this run of the agent
+    created_by: str
+    created_at: str
+    expires_at: str
+    revoked_at: str | None
+    revoked_by: str | None
+    active: bool  # neither revoked nor expired
 
 
 class FileInfo(TypedDict):

@@ -226,7 +226,11 @@ class RunPersistence:
 
     def record_granted(self, granted: Sequence[PendingCall], state: LoopState) -> dict[str, Decision]:
         """Store calls standing approvals cover as decided approvals (audited ``approval.auto_approve``), with the
-        loop's state that holds their batch, in one fenced transaction; their decisions by call id."""
+        loop's state that holds their batch, in one fenced transaction; their decisions by call id.
+
+        Raises:
+            GrantWithdrawn: a grant was revoked or expired since the loop found it; nothing was stored.
+        """
         rows = standing.approval_rows(
             self.tenant_id, self.run_id, state.turn, granted, datetime.now(UTC), self.subagent_call_id
         )
@@ -235,6 +239,8 @@ class RunPersistence:
         if self.subagent_call_id is None:
             values["state_json"] = dump_state(state)
         with unit_of_work(self._runtime) as work:
+            if standing.confirm(work.session, rows, datetime.now(UTC)):
+                raise standing.GrantWithdrawn("a grant was revoked while the loop used it; the batch is reviewed again")
             run = fenced(work, self._lease, values, events=len(events))
             if self.subagent_call_id is not None:
                 subagent_store.save_state(work.session, self.run_id, self.subagent_call_id, dump_state(state))

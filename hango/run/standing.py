@@ -14,9 +14,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.orm import Session
+
+from hango.agent.loop import GrantWithdrawn
 from hango.agent.state import Decision, PendingCall
 from hango.models import PendingApproval
 from hango.store import approvals as approval_store
+from hango.store import grants as grant_store
 from hango.store.audit import AuditRecord
 
 
@@ -62,6 +66,23 @@ def _row(
     return row
 
 
+__all__ = ["GrantWithdrawn", "approval_rows", "audit", "confirm", "decided_events", "decisions"]
+
+
+def confirm(session: Session, rows: Sequence[PendingApproval], now: datetime) -> list[PendingApproval]:
+    """Look at the rows' grants again, in the transaction that stores the rows, and lock them ``FOR SHARE``: a
+    row whose grant was revoked or expired since the loop found it goes back to ``pending`` (returned), so that
+    once ``DELETE /v1/grants/{id}`` has answered no call is recorded approved by that grant."""
+    granted = [row for row in rows if row.grant_id is not None]
+    if not granted:
+        return []
+    live = grant_store.live_ids(session, granted[0].tenant_id, {row.grant_id for row in granted if row.grant_id}, now)
+    withdrawn = [row for row in granted if row.grant_id not in live]
+    for row in withdrawn:
+        row.state, row.decision, row.decided_by, row.decided_at, row.grant_id = "pending", "", None, None, None
+    return withdrawn
+
+
 def decisions(rows: Sequence[PendingApproval]) -> dict[str, Decision]:
     """The decisions of granted rows by call id, as the human-in-the-loop middleware applies them."""
     return {
@@ -97,6 +118,7 @@ def audit(rows: Sequence[PendingApproval], trace_id: str | None = None) -> list[
                 "grant_id": str(row.grant_id),
                 "tool_name": row.tool_name,
                 "tool_call_id": row.tool_call_id,
+                "run_id": str(row.run_id),
             },
             trace_id=trace_id,
         )

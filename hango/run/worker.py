@@ -125,6 +125,8 @@ def _suspend(
     context = stored_context(span)
     try:
         with unit_of_work(runtime) as work:
+            # A call whose grant was revoked since the loop found it waits for a human like its siblings.
+            standing.confirm(work.session, rows, datetime.now(UTC))
             # The turn that asked for the held batch commits with its suspension.
             transitions.suspend(work, lease, rows, dump_state(state), context, _last_turn(outcome, state))
             insert_audit_events(work.session, standing.audit(rows))

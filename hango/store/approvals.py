@@ -40,6 +40,7 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
         "decided_by": str(row.decided_by) if row.decided_by else None,
         "decided_at": row.decided_at,
         "execution": row.execution,
+        "grant_id": str(row.grant_id) if row.grant_id else None,
     }
 
 

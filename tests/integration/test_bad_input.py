@@ -19,7 +19,7 @@ from hango.agent.messages import user_message
 from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
-from hango.models import Agent, ApiToken, File, Membership, Message, PendingApproval, Run, User, Webhook
+from hango.models import Agent, ApiToken, File, Grant, Membership, Message, PendingApproval, Run, User, Webhook
 from hango.run import service
 from hango.run.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent
@@ -121,6 +121,7 @@ JSON_ENDPOINTS: dict[tuple[str, str], tuple[dict[str, Any], str, Any]] = {
     ),
     ("POST", "/v1/webhooks"): ({"url": "https://93.184.215.14/hook", "events": ["run.finished"]}, "events[0]", 7),
     ("PUT", "/v1/tenant"): ({"self_approval": True}, "self_approval", "yes"),
+    ("POST", "/v1/grants"): ({"agent_id": "{agent_id}", "tool_name": "write_file", "ttl": "1h"}, "tool_name", 7),
 }
 
 
@@ -157,7 +158,7 @@ def _state(db: Database, tenant: TenantFixture) -> tuple[Any, ...]:
     with db.transaction() as session:
         counts = tuple(
             session.scalar(select(func.count()).select_from(model).where(model.tenant_id == tenant.id)) or 0
-            for model in (Membership, ApiToken, Agent, Run, File, Message, Webhook)
+            for model in (Membership, ApiToken, Agent, Run, File, Message, Webhook, Grant)
         )
         counts += (session.scalar(select(func.count()).select_from(User)) or 0,)
         agents = session.execute(

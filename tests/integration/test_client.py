@@ -210,3 +210,29 @@ def test_webhooks_through_the_client_from_creation_to_a_retried_delivery(
         with pytest.raises(ProblemError) as gone:
             owner.get_webhook(created["id"])
         assert gone.value.status == 404
+
+
+def test_grants_through_the_client_from_a_remembered_approval_to_a_revocation(
+    base: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    script = [{"tool_calls": [write_memory("kept", call_id="w")]}, {"text": "Done."}]
+    run_id = suspended_run(client, tenant, script)
+    with Client(base, tenant.owner.token) as owner:
+        decided = owner.decide(run_id, [{"tool_call_id": "w", "decision": "approve", "remember": {"ttl": "1h"}}])
+        [item] = decided["approvals"]
+        remembered = owner.get_grant(str(item["remembered_grant_id"]))
+        assert remembered["when"] == {"file_path": {"equals": MEMORY}, "content": {"equals": "kept"}}
+        agent_id = remembered["agent_id"]
+        made = owner.create_grant(agent_id, "edit_file", "2h", when={"file_path": {"prefix": "/memories/"}})
+        assert made["active"] is True
+        assert [grant["id"] for grant in owner.iter_grants(agent_id=agent_id, limit=1)] == [
+            made["id"],
+            remembered["id"],
+        ]
+        owner.revoke_grant(made["id"])
+        assert [grant["id"] for grant in owner.iter_grants(active=True)] == [remembered["id"]]
+        assert owner.get_grant(made["id"])["revoked_by"] == str(tenant.owner.user_id)
+        with pytest.raises(ProblemError) as refused:
+            owner.create_grant(agent_id, "write_file", "1y")
+        assert refused.value.status == 400
+        assert [error["field"] for error in refused.value.errors] == ["ttl"]

@@ -12,8 +12,11 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
+from hango.agent.messages import ToolCall
+from hango.agent.state import PendingCall, StandingApproval
 from hango.db import Database
 from hango.models import Grant, PendingApproval
+from hango.run import standing
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, decide, event_types, pending, tool_results
 from tests.support.tools import executions
@@ -97,6 +100,7 @@ def test_a_matching_grant_runs_the_call_without_suspending_recorded_and_audited(
         "grant_id": str(grant_id),
         "tool_name": "count",
         "tool_call_id": "c",
+        "run_id": run_id,
     }
 
 
@@ -150,3 +154,26 @@ def test_a_grant_that_is_not_live_or_does_not_match_leaves_the_call_to_a_human(
     assert _settled(client, tenant, run_id) == "awaiting_approval"
     assert _rows(db, run_id)["c"].grant_id is None
     assert executions(key) == 0
+
+
+def test_a_call_whose_grant_was_revoked_after_the_lookup_is_stored_pending(
+    client: FlaskClient, tenant: TenantFixture, db: Database
+) -> None:
+    agent_id = _agent(client, tenant, [_count("c", "k")])
+    live = _grant(db, tenant, agent_id, tenant.owner, None)
+    gone = _grant(db, tenant, agent_id, tenant.owner, None, revoked=True)
+    run_id = uuid.UUID(start_run(client, tenant.owner, agent_id))
+    now = datetime.now(UTC)
+    held = [
+        PendingCall(ToolCall(call_id, "count", {"key": "k"}), ("approve",), granted=StandingApproval(grant, by))
+        for call_id, grant, by in [("a", live, tenant.owner.user_id), ("b", gone, tenant.owner.user_id)]
+    ]
+    rows = standing.approval_rows(tenant.id, run_id, 1, held, now)
+    with db.transaction() as session:
+        withdrawn = standing.confirm(session, rows, now)
+    assert [row.tool_call_id for row in withdrawn] == ["b"]
+    assert [(row.state, row.grant_id, row.decided_by) for row in rows] == [
+        ("decided", live, tenant.owner.user_id),
+        ("pending", None, None),
+    ]
+    assert [event[1]["tool_call_id"] for event in standing.decided_events(rows)] == ["a"]

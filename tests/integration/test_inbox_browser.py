@@ -211,6 +211,63 @@ def test_a_runs_page_follows_its_events_live(
     expect(page.get_by_role("region", name="Messages")).to_contain_text("Done.", timeout=LIVE)
 
 
+def test_a_standing_approval_shows_in_its_panel_and_revoking_it_removes_it(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    agent_id = create_agent(client, tenant.owner, [], name="gardener")
+    body = {
+        "agent_id": agent_id,
+        "tool_name": "edit_file",
+        "ttl": "2h",
+        "when": {"file_path": {"prefix": "/memories/"}},
+    }
+    grant = client.post("/v1/grants", json=body, headers=tenant.owner.headers).json
+    _sign_in(page, server, tenant.owner)
+    panel = page.get_by_role("table", name="Standing approvals")
+    row = panel.get_by_role("row").filter(has_text="edit_file")
+    expect(row).to_contain_text("gardener")
+    expect(row).to_contain_text("/memories/")
+    expect(row).to_contain_text(tenant.owner.email)
+    _shot(page, "inbox-grants.png")
+    row.get_by_role("button", name="Revoke").click()
+    expect(row).to_have_count(0)
+    expect(page.get_by_text("No standing approvals.")).to_be_visible()
+    shown = client.get(f"/v1/grants/{grant['id']}", headers=tenant.owner.headers).json
+    assert shown["active"] is False
+    assert shown["revoked_by"] == str(tenant.owner.user_id)
+
+
+def test_approve_and_remember_creates_a_grant_of_that_call_shown_in_the_panel(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    run_id = suspended_run(client, tenant, SCRIPT)
+    _sign_in(page, server, tenant.owner)
+    expect(page.get_by_text("No standing approvals.")).to_be_visible()
+    approval = _approval(page)
+    approval.get_by_role("checkbox", name="Remember this approval").check()
+    approval.get_by_role("combobox", name="for").select_option("8h")
+    with page.expect_request(lambda request: request.method == "POST") as sent:
+        approval.get_by_role("button", name="Approve", exact=True).click()
+    assert sent.value.post_data_json["decisions"][0]["remember"] == {"ttl": "8h"}
+    expect(approval).to_have_count(0, timeout=LIVE)
+    row = page.get_by_role("table", name="Standing approvals").get_by_role("row").filter(has_text="write_file")
+    expect(row).to_contain_text('"equals":"new line"')
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    [grant] = client.get("/v1/grants", headers=tenant.owner.headers).json["items"]
+    assert grant["when"] == {"file_path": {"equals": MEMORY}, "content": {"equals": "new line"}}
+
+
+def test_a_member_sees_no_standing_approvals_and_cannot_remember(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    member = tenant.add("member")
+    suspended_run(client, tenant, SCRIPT, by=member)
+    _sign_in(page, server, member)
+    expect(_approval(page)).to_be_visible()
+    expect(page.get_by_role("checkbox", name="Remember this approval")).to_have_count(0)
+    expect(page.get_by_text("Standing approvals")).to_have_count(0)
+
+
 def test_the_page_may_not_be_framed_and_runs_no_inline_script(server: str) -> None:
     import urllib.request
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import text
@@ -21,7 +21,18 @@ from hango import audit, tenancy
 from hango.auth import Principal
 from hango.db import Database
 from hango.errors import Forbidden, NotFound
-from hango.models import Agent, File, Message, PendingApproval, Run, RunEvent, SubagentCall, Webhook, WebhookDelivery
+from hango.models import (
+    Agent,
+    File,
+    Grant,
+    Message,
+    PendingApproval,
+    Run,
+    RunEvent,
+    SubagentCall,
+    Webhook,
+    WebhookDelivery,
+)
 from hango.pagination import PageRequest
 from hango.store import (
     agents,
@@ -29,6 +40,7 @@ from hango.store import (
     approvals,
     events,
     files,
+    grants,
     messages,
     runs,
     subagent_calls,
@@ -37,6 +49,7 @@ from hango.store import (
 )
 from hango.store import tenants as tenant_store
 from hango.store.audit import AuditFilter, AuditRecord
+from hango.store.grants import GrantFilter
 from hango.tenancy import require_manager
 
 Reader = Callable[[Principal], bool]
@@ -306,6 +319,41 @@ def case_webhook_deliveries(world: World) -> Reader:
     return _visible(world, read)
 
 
+def case_grants(world: World) -> Reader:
+    grant = Grant(
+        id=uuid.uuid4(),
+        tenant_id=world.owner_a.tenant_id,
+        agent_id=world.agent.id,
+        tool_name="write_file",
+        created_by=world.owner_a.user_id,
+        expires_at=datetime.now(UTC) + timedelta(hours=1),
+    )
+    _seed(world, grant)
+
+    def read(session: Session, principal: Principal) -> bool:
+        require_manager(principal)  # the service's check: grants are managed by owners and admins
+        now = datetime.now(UTC)
+        listed = grant.id in {
+            g.id for g in grants.page(session, principal.tenant_id, GrantFilter(), PageRequest(), now).items
+        }
+        try:
+            fetched = grants.get(session, principal.tenant_id, grant.id) is not None
+        except NotFound:
+            fetched = False
+        looked_up = grants.candidates(
+            session,
+            tenant_id=principal.tenant_id,
+            agent_id=world.agent.id,
+            run_id=world.run.id,
+            tool_name="write_file",
+            now=now,
+        )
+        assert listed == fetched == bool(looked_up), "the list, the lookup and the loop's query disagree"
+        return fetched
+
+    return _visible(world, read)
+
+
 RUN_SCOPED = {"owner_a": True, "creator_a": True, "other_member_a": False, "owner_b": False}
 TENANT_WIDE = {"owner_a": True, "creator_a": True, "other_member_a": True, "owner_b": False}
 MANAGERS_ONLY = {"owner_a": True, "creator_a": False, "other_member_a": False, "owner_b": False}
@@ -324,6 +372,7 @@ CASES: dict[str, tuple[Callable[[World], Reader], dict[str, bool]]] = {
     "approval_events": (case_approval_events, RUN_SCOPED),
     "webhooks": (case_webhooks, MANAGERS_ONLY),
     "webhook_deliveries": (case_webhook_deliveries, MANAGERS_ONLY),
+    "grants": (case_grants, MANAGERS_ONLY),
 }
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from hango.agent.files import FileInfo, StorageUse
-from hango.agent.loop import RunStopped
+from hango.agent.loop import GrantWithdrawn, RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
 from hango.agent.paths import is_agent_path, normalize_path
 from hango.agent.state import Decision, LoopState, PendingCall, StandingApproval
@@ -129,6 +129,8 @@ class MemoryPort:
     # Standing approvals by tool name, and the calls recorded as decided by one.
     grants: dict[str, StandingApproval] = field(default_factory=dict)
     granted: list[str] = field(default_factory=list)
+    # Revoke every grant when the loop first records a granted call (a revocation racing the loop).
+    revoke_on_record: bool = False
     stop_after: int | None = None
     files_view: MemoryFiles = field(default_factory=MemoryFiles)
     tenant_id: uuid.UUID = field(default_factory=uuid.uuid4)
@@ -158,6 +160,9 @@ class MemoryPort:
         return self.grants.get(call.name)
 
     def record_granted(self, granted: Sequence[PendingCall], state: LoopState) -> dict[str, Decision]:
+        if self.revoke_on_record:
+            self.grants.clear()
+            raise GrantWithdrawn("revoked by the test")
         self.granted += [pending.call.id for pending in granted]
         return {pending.call.id: Decision("approve", str(uuid.uuid4())) for pending in granted}
 

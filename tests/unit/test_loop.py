@@ -194,3 +194,18 @@ def test_a_batch_with_one_call_no_grant_covers_suspends_whole() -> None:
     assert [(p.call.id, p.granted is not None) for p in outcome.pending] == [("e", True), ("w", False)]
     assert CALLS == []
     assert port.granted == []
+
+
+def test_a_grant_revoked_before_its_call_is_recorded_sends_the_call_back_to_a_human() -> None:
+    CALLS.clear()
+    port = MemoryPort(grants={"echo": StandingApproval(uuid.uuid4(), uuid.uuid4())}, revoke_on_record=True)
+    script = [{"tool_calls": [{"id": "e", "name": "echo", "args": {"text": "x"}}]}]
+    registry = ToolRegistry([ECHO])
+    config = LoopConfig(system_prompt="sys", tool_names=("echo",), max_turns=10)
+    chain = default_chain(["echo"], {"echo": True})
+    outcome = AgentLoop(config, ScriptedModel(script, "run-1"), chain, registry, port, port).run(_start())
+
+    assert isinstance(outcome, AwaitingApproval)
+    assert [(p.call.id, p.granted) for p in outcome.pending] == [("e", None)]
+    assert CALLS == []
+    assert port.executing == []

@@ -16,6 +16,10 @@ results. A loop that finds a call still ``executing`` knows a worker died while 
 runs again (with the same ``idempotency_key``, the approval id), any other is answered :data:`OUTCOME_UNKNOWN`
 and the model decides what to do.
 
+A held call that a live standing approval (a grant) covers is marked ``granted``: the loop records it as decided
+by the grant and it waits for nobody, but it runs as an approved call. A grant never applies where the rule does
+not allow ``approve``.
+
 Switching interrupts off (``HANGO_INTERRUPTS_ENABLED=false``) keeps this middleware in the stack with
 ``interrupts=False``: it raises no new interrupt, but it still applies every stored decision. A run suspended
 before the switch, whose decisions are stored but not yet applied, must never resume with them ignored: a rejected

@@ -1,0 +1,107 @@
+"""Standing approvals (grants): calls a rule would suspend that run without a human until they expire (owner,
+admin)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import marshmallow as ma
+from marshmallow import fields, validate
+
+from hango import grants as service
+from hango.api.audit import audit_target, audited
+from hango.api.context import principal, services
+from hango.api.parsing import Blueprint
+from hango.api.schemas import ListArgs, list_of, page_request
+from hango.grants import GrantFilter, GrantSpec
+from hango.models import Grant as GrantRow
+
+blp = Blueprint("grants", __name__, url_prefix="/v1", description="Standing approvals of tool calls (grants)")
+
+WHEN = "argument matchers as in an interrupt rule's `when` (equals, prefix, size_over); null: every call"
+
+
+class GrantCreate(ma.Schema):
+    agent_id = fields.UUID(required=True)
+    tool_name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    when = fields.Dict(keys=fields.String(), load_default=None, allow_none=True, metadata={"description": WHEN})
+    ttl = fields.String(
+        required=True,
+        validate=validate.Length(min=1, max=50),
+        metadata={"description": "how long the grant lasts, e.g. 1h (at most HANGO_GRANT_MAX_TTL)"},
+    )
+    run_id = fields.UUID(load_default=None, allow_none=True, metadata={"description": "only this run of the agent"})
+
+
+class Grant(ma.Schema):
+    id = fields.UUID(required=True)
+    agent_id = fields.UUID(required=True)
+    tool_name = fields.String(required=True)
+    when = fields.Dict(allow_none=True, required=True, metadata={"description": WHEN})
+    run_id = fields.UUID(allow_none=True, required=True)
+    created_by = fields.UUID(required=True)
+    created_at = fields.DateTime(required=True)
+    expires_at = fields.DateTime(required=True)
+    revoked_at = fields.DateTime(allow_none=True, required=True)
+    revoked_by = fields.UUID(allow_none=True, required=True)
+    active = fields.Boolean(required=True, metadata={"description": "neither revoked nor expired"})
+
+
+class GrantArgs(ListArgs):
+    agent_id = fields.UUID(load_default=None, metadata={"description": "only this agent's grants"})
+    active = fields.Boolean(
+        load_default=None, metadata={"description": "true: only active grants; false: only revoked or expired ones"}
+    )
+
+
+GrantList = list_of(Grant, "GrantList")
+
+
+@blp.route("/grants", methods=["POST"])
+@blp.problems(400, 403, 404, 409)
+@blp.arguments(GrantCreate)
+@blp.response(201, Grant)
+@audited("grant.create", "grant")
+def create_grant(body: dict[str, Any]) -> dict[str, Any]:
+    """Approve, until ``ttl`` passes, the calls of an agent's tool that a rule would suspend and ``when`` matches
+    (owner, admin). Never applies to a rule with ``approvals_required``."""
+    grant = service.create(services().runtime, principal(), GrantSpec(**body))
+    audit_target("grant", grant.id, **service.audit_detail(grant))
+    return grant_json(grant)
+
+
+@blp.route("/grants", methods=["GET"])
+@blp.problems(403)
+@blp.arguments(GrantArgs, location="query")
+@blp.response(200, GrantList)
+def list_grants(args: dict[str, Any]) -> dict[str, Any]:
+    """The tenant's grants, newest first (owner, admin); ``?agent_id=`` and ``?active=`` filter."""
+    filters = GrantFilter(agent_id=args["agent_id"], active=args["active"])
+    page = service.list_grants(services().runtime, principal(), filters, page_request(args))
+    return {"items": [grant_json(grant) for grant in page.items], "next_cursor": page.next_cursor}
+
+
+@blp.route("/grants/<uuid:grant_id>", methods=["GET"])
+@blp.problems(403, 404)
+@blp.response(200, Grant)
+def get_grant(grant_id: uuid.UUID) -> dict[str, Any]:
+    """One grant (owner, admin)."""
+    return grant_json(service.get(services().runtime, principal(), grant_id))
+
+
+@blp.route("/grants/<uuid:grant_id>", methods=["DELETE"])
+@blp.problems(403, 404)
+@blp.response(204)
+@audited("grant.revoke", "grant", target_arg="grant_id")
+def revoke_grant(grant_id: uuid.UUID) -> None:
+    """Revoke a grant at once (owner, admin); revoking a revoked grant again is a 204 that changes nothing."""
+    grant = service.revoke(services().runtime, principal(), grant_id)
+    audit_target("grant", grant.id, **service.audit_detail(grant), revoked_by=str(grant.revoked_by))
+
+
+def grant_json(grant: GrantRow) -> dict[str, Any]:
+    """The API shape of a grant."""
+    shown = {name: getattr(grant, name) for name in Grant().fields if name != "active"}
+    return {**shown, "active": service.is_active(grant, datetime.now(UTC))}
