@@ -224,7 +224,17 @@ def approvals_decide(run_id: str, decision_options: tuple[str, ...], url: str, t
         return
     click.echo(run_line(result["run"]))
     for approval in result["approvals"]:
-        click.echo(f"  {approval['decision'] or '-':<8}  {approval['tool_name']:<12}  {approval['tool_call_id']}")
+        click.echo(f"  {_outcome(approval):<8}  {approval['tool_name']:<12}  {approval['tool_call_id']}")
+        if approval["state"] == "pending":
+            votes = sum(1 for vote in approval.get("votes", []) if vote["vote"] == "approve")
+            click.echo(f"    still pending: {votes} of {approval.get('approvals_required', 1)} approvals")
+
+
+def _outcome(approval: Approval) -> str:
+    """A decided approval's decision; a quorum approval still waiting for other reviewers shows as voted."""
+    if approval["state"] == "pending":
+        return "voted"
+    return approval["decision"] or "-"
 
 
 def parse_decisions(tokens: list[str]) -> list[Decision]:

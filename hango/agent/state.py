@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -142,11 +143,17 @@ class Cancelled:
 
 @dataclass(frozen=True)
 class PendingCall:
-    """A call that must wait for a human, with the decisions a human may take and the child loop it belongs to."""
+    """A call that must wait for a human, with the decisions a human may take and the child loop it belongs to.
+
+    ``reviewers`` and ``approvals_required`` are its rule's: who may decide (None: every owner and admin) and how
+    many distinct approvals the call needs before it runs.
+    """
 
     call: ToolCall
     allowed_decisions: tuple[str, ...]
     subagent_call_id: uuid.UUID | None = None
+    reviewers: Mapping[str, list[str]] | None = None
+    approvals_required: int = 1
 
 
 @dataclass(frozen=True)

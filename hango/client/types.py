@@ -113,6 +113,24 @@ class Approval(TypedDict):
     decision_message: str | None
     decided_by: str | None
     decided_at: str | None
+    reviewers: Reviewers | None  # who may decide (the rule's); None: every owner and admin
+    approvals_required: int  # distinct approving reviewers the call needs; 1 is a plain decision
+    votes: list[ApprovalVote]  # a quorum's votes so far, oldest first
+
+
+class Reviewers(TypedDict, total=False):
+    """Who may decide an approval: owners/admins by role, or users by id."""
+
+    roles: list[Literal["owner", "admin"]]
+    users: list[str]
+
+
+class ApprovalVote(TypedDict):
+    """One reviewer's vote on an approval of a quorum rule."""
+
+    user_id: str
+    vote: Literal["approve", "reject"]
+    created_at: str
 
 
 class Decision(TypedDict, total=False):

@@ -116,6 +116,8 @@ def _approvals(run: Run, state: LoopState, outcome: AwaitingApproval) -> list[Pe
             arguments=pending.call.input,
             allowed_decisions=list(pending.allowed_decisions),
             subagent_call_id=pending.subagent_call_id,
+            reviewers=dict(pending.reviewers) if pending.reviewers is not None else None,
+            approvals_required=pending.approvals_required,
         )
         for pending in outcome.pending
     ]

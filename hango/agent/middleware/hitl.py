@@ -67,7 +67,9 @@ class HumanInTheLoop(Middleware):
             return None
         if request.tool is None or request.tool.argument_errors(call.input):
             return None  # answered with an error when it runs: nothing for a human to decide
-        return PendingCall(call, rule.allowed_decisions)
+        return PendingCall(
+            call, rule.allowed_decisions, reviewers=rule.reviewers, approvals_required=rule.approvals_required
+        )
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
         """Apply a decision, or refuse a held call that has none; pass any other call on."""
