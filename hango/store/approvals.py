@@ -226,6 +226,8 @@ _DECIDE = (
 def record_decisions(session: Session, decided: Sequence[tuple[PendingApproval, dict[str, Any]]]) -> None:
     """Store decisions on loaded rows in one statement: each pair is a row and its ``decision``,
     ``decision_args``, ``decision_message``, ``decided_by`` and ``decided_at``. The rows then read as stored."""
+    if not decided:  # a request of votes alone, none of them final
+        return
     session.execute(_DECIDE, [{"approval_id": row.id, **values} for row, values in decided])
     for row, values in decided:
         for name, value in {"state": "decided", **values}.items():
