@@ -105,3 +105,39 @@ def test_the_same_user_voting_twice_at_once_counts_once(app: Flask, tenant: Tena
         row = _approval(db, run_id)
         assert row.state == "pending"
         assert event_types(db, run_id).count("run.queued") == 1
+
+
+def test_a_batch_decided_by_two_reviewers_at_once_keeps_the_first_decision(
+    app: Flask, tenant: TenantFixture, db: Database
+) -> None:
+    # The voter that waited on the lock must see the plain call decided meanwhile, not overwrite that decision.
+    first, second = tenant.add("admin"), tenant.add("admin")
+    client = app.test_client()
+    calls = [write_memory(call_id="w"), {"name": "ls", "args": {"path": "/"}, "id": "l"}]
+    rules = {"write_file": {"approvals_required": 2}, "ls": True}
+    agent_id = create_agent(client, tenant.owner, [{"tool_calls": calls}, {"text": "ok"}], interrupt_on=rules)
+    runs = [start_run(client, tenant.owner, agent_id) for _ in range(ROUNDS)]
+    both = {"decisions": [APPROVE, {"tool_call_id": "l", "decision": "approve"}]}
+
+    def vote(person: Person, run_id: str) -> Callable[[], tuple[int, Any]]:
+        def post() -> tuple[int, Any]:
+            response = app.test_client().post(f"/v1/runs/{run_id}/approvals", json=both, headers=person.headers)
+            return response.status_code, response.json
+
+        return post
+
+    for run_id in runs:
+        assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval"}, timeout=60)
+        answers = _race(db, run_id, [vote(first, run_id), vote(second, run_id)])
+        assert sorted(status for status, _ in answers) == [200, 409], answers
+        assert next(body for status, body in answers if status == 409)["type"] == (
+            "urn:hango:problem:not-awaiting-approval"
+        )
+        winner = next(body for status, body in answers if status == 200)
+        decided_by = {item["tool_call_id"]: item["decided_by"] for item in winner["approvals"]}
+        with db.transaction() as session:
+            rows = session.scalars(select(PendingApproval).where(PendingApproval.run_id == uuid.UUID(run_id)))
+            stored = {row.tool_call_id: (row.state, str(row.decided_by) if row.decided_by else None) for row in rows}
+        assert stored == {"w": ("pending", None), "l": ("decided", decided_by["l"])}
+        assert _votes(db, run_id) == 1
+        assert event_types(db, run_id).count("approval.decided") == 1
