@@ -152,6 +152,7 @@ def test_a_quorum_takes_only_approve_and_reject(client: FlaskClient, tenant: Ten
     refused = decide(client, tenant.owner, run_id, edit)
     assert refused.status_code == 400, refused.json
     assert [error["field"] for error in refused.json["errors"]] == ["decisions[0].decision"]
+    assert "needs 2 approvals" in refused.json["errors"][0]["message"]
     assert _votes(db, run_id) == 0
 
 
