@@ -10,20 +10,32 @@ from flask import Response, request
 from marshmallow import fields, missing, validate
 
 from hango import approvals
+from hango.agent.interrupts import REVIEWER_ROLES
 from hango.api import sse
 from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint, request_json
 from hango.api.runs import Run
-from hango.api.schemas import ListArgs, list_of, page_request
+from hango.api.schemas import PROBLEM_CONTENT_TYPE, ListArgs, Problem, list_of, page_request
 from hango.approvals import DecisionsSchema
 from hango.errors import InvalidInput
-from hango.models import APPROVAL_STATES, EXECUTIONS
+from hango.models import APPROVAL_STATES, EXECUTIONS, VOTES
 from hango.pagination import Page
 from hango.run.stream import open_approval_stream
 from hango.store.approvals import approval_json
 
 blp = Blueprint("approvals", __name__, url_prefix="/v1", description="Human-in-the-loop approvals")
+
+
+class ApprovalVote(ma.Schema):
+    user_id = fields.UUID(required=True)
+    vote = fields.String(required=True, validate=validate.OneOf(VOTES))
+    created_at = fields.DateTime(required=True)
+
+
+class Reviewers(ma.Schema):
+    roles = fields.List(fields.String(validate=validate.OneOf(REVIEWER_ROLES)))
+    users = fields.List(fields.UUID())
 
 
 class Approval(ma.Schema):
@@ -56,6 +68,20 @@ class Approval(ma.Schema):
     grant_id = fields.UUID(
         allow_none=True, required=True, metadata={"description": "the standing approval that approved the call"}
     )
+    reviewers = fields.Nested(
+        Reviewers,
+        allow_none=True,
+        required=True,
+        metadata={"description": "who may decide, from the call's rule; null: every owner and admin"},
+    )
+    approvals_required = fields.Integer(
+        required=True, metadata={"description": "distinct approving reviewers the call needs (1: a plain decision)"}
+    )
+    votes = fields.List(
+        fields.Nested(ApprovalVote),
+        required=True,
+        metadata={"description": "a quorum's votes so far, oldest first (a reject's message is decision_message)"},
+    )
 
 
 class DecidedApproval(Approval):
@@ -76,6 +102,10 @@ class ApprovalArgs(ListArgs):
 ApprovalList = list_of(Approval, "ApprovalList")
 
 
+def _problem(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {PROBLEM_CONTENT_TYPE: {"schema": Problem}}}
+
+
 def _page(page: Page[Any]) -> dict[str, Any]:
     ttl = services().settings.approval_ttl
     return {"items": [approval_json(row, ttl) for row in page.items], "next_cursor": page.next_cursor}
@@ -92,7 +122,20 @@ def _body() -> Any:
 
 @blp.route("/runs/<uuid:run_id>/approvals", methods=["POST"])
 @blp.problems(400, 403, 404, 409)
-@blp.doc(requestBody={"required": True, "content": {"application/json": {"schema": DecisionsSchema}}})
+@blp.doc(
+    requestBody={"required": True, "content": {"application/json": {"schema": DecisionsSchema}}},
+    responses={
+        "403": _problem(
+            "urn:hango:problem:forbidden: a member; the run's creator when the tenant forbids self-approval; a caller "
+            "not among the reviewers of an approval the request names"
+        ),
+        "409": _problem(
+            "…:not-awaiting-approval (decided, expired or cancelled meanwhile), …:partial-decision (remaining: pending "
+            "calls that wait on the caller and were not named), …:stale-approval (arguments_sha256 of other "
+            "arguments), …:already-voted (the caller's second vote on a quorum approval); nothing is stored"
+        ),
+    },
+)
 @blp.response(200, DecisionResult)
 @audited("approval.decide", "run", target_arg="run_id")
 def decide(run_id: uuid.UUID) -> dict[str, Any]:

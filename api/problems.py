@@ -10,6 +10,7 @@ from werkzeug.exceptions import HTTPException
 
 from hango.api.audit import audit_written
 from hango.errors import (
+    AlreadyVoted,
     Conflict,
     FieldError,
     Forbidden,
@@ -43,6 +44,7 @@ _DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
     (PartialDecision, 409, "Partial decision"),
     (NotAwaitingApproval, 409, "Run not awaiting approval"),
     (StaleApproval, 409, "Stale approval"),
+    (AlreadyVoted, 409, "Already voted"),
     (Unauthorized, 401, "Unauthorized"),
     (Forbidden, 403, "Forbidden"),
     (NotFound, 404, "Not found"),
@@ -55,6 +57,7 @@ _DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
 _KINDS: dict[type[HangoError], str] = {
     PartialDecision: "partial-decision",
     StaleApproval: "stale-approval",
+    AlreadyVoted: "already-voted",
     NotAwaitingApproval: "not-awaiting-approval",
     TooManyStreams: "too-many-streams",
     StreamCapacityFull: "stream-capacity-full",

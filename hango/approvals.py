@@ -1,11 +1,18 @@
 """Approval services: the decisions API, the approval lists, and what the audit trail names.
 
 A decision request is checked in the contract's order — 404 (run not visible), 403 (not an owner or admin; a
-member never decides, the run's creator included), 400 (malformed or invalid decisions; nothing stored), 409 (run
-no longer waiting, decisions not covering every pending call, or a decision bound by ``arguments_sha256`` to other
-arguments than the call's; nothing stored) — and then, in one transaction,
-stores every decision and moves the run ``awaiting_approval → queued`` under its row lock. Two concurrent final
-decisions therefore produce one transition: the second finds the run already ``queued`` and gets a 409.
+member never decides, the run's creator included; the creator when the tenant forbids self-approval; a caller who
+is not among the reviewers of an approval the request names), 400 (malformed or invalid decisions; nothing
+stored), 409 (run no longer waiting, a second vote by the same user, decisions not covering every pending call that
+waits on the caller, or a decision bound by ``arguments_sha256`` to other arguments than the call's; nothing
+stored) — and then, in one transaction, stores every decision and, once no call of the batch is pending, moves the
+run ``awaiting_approval → queued`` under its row lock. Two concurrent final decisions therefore produce one
+transition: the second finds the run already ``queued`` and gets a 409.
+
+The approval policy (:mod:`hango.approval_policy`): on an approval of a quorum rule a decision is a vote, an
+``approval_votes`` row; the approval is decided by the N-th distinct approve or the first reject, and until then
+stays ``pending`` while the run waits. A request must cover every pending call *that waits on the caller*: calls
+reserved for other reviewers, and quorum calls that already carry the caller's vote, are left to the others.
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ import marshmallow as ma
 from marshmallow import ValidationError, fields, validate, validates_schema
 from sqlalchemy.orm import Session
 
-from hango.agent.interrupts import InterruptRule, compile_rules
+from hango import approval_policy as policy
+from hango.agent.interrupts import QUORUM_DECISIONS, InterruptRule, compile_rules
 from hango.agent.state import arguments_changed
 from hango.auth import Principal
 from hango.canonical import sha256_hex
 from hango.errors import (
+    AlreadyVoted,
     FieldError,
     Forbidden,
     HangoError,
@@ -123,6 +132,9 @@ class NamedApproval:
     tool_name: str
     decision: str | None
     args_changed: bool | None
+    # For a vote on a quorum approval: how many votes it has with this one, and how many approvals it needs.
+    votes: int | None = None
+    approvals_required: int = 1
 
 
 @dataclass(frozen=True)
@@ -166,6 +178,8 @@ def audit_detail(named: NamedApproval, decided_by: uuid.UUID) -> dict[str, Any]:
     }
     if named.decision == "edit":
         detail["args_changed"] = named.args_changed
+    if named.approvals_required > 1:
+        detail |= {"vote": named.decision, "votes": named.votes, "approvals_required": named.approvals_required}
     return detail
 
 
@@ -180,6 +194,9 @@ def decide(
     """
     with unit_of_work(runtime) as work:
         run, rows = store.locked_with_approvals(work.session, principal, run_id)
+        if policy.has_policy(rows):
+            # Calls of this batch may have been voted on or decided while this request waited for the lock.
+            rows = store.reread_with_votes(work.session, run)
         suspended = run.trace_context  # the suspended run's span, read under the lock that decides
         try:
             decisions, chosen = _checked(runtime, work.session, principal, run, rows, body)
@@ -193,7 +210,7 @@ def decide(
             refused: HangoError | None = refusal
         else:
             refused = None
-            _store_decisions(work, principal, run, decisions, chosen, trace_id)
+            _store_decisions(work, principal, run, rows, decisions, chosen, trace_id)
             granted = _store_remembered(runtime, work.session, principal, remembered, trace_id)
     if refused is not None:
         raise refused
@@ -213,12 +230,12 @@ def _log_decided(row: PendingApproval, principal: Principal, trace_id: str | Non
         "run_id": str(row.run_id),
         "tool": row.tool_name,
         "tool_call_id": row.tool_call_id,
-        "decision": row.decision,
+        "decision": row.decision or "vote",
         "decided_by": str(principal.user_id),
     }
     if trace_id is not None:
         extra["trace_id"] = trace_id
-    log.info("approval decided", extra=extra)
+    log.info("approval decided" if row.state == "decided" else "approval vote recorded", extra=extra)
 
 
 def _checked(
@@ -229,40 +246,75 @@ def _checked(
         raise Forbidden("only an owner or admin may decide approvals; a member never may, not even for their own run")
     if run.created_by == principal.user_id and not tenant_store.allows_self_approval(session, principal.tenant_id):
         raise Forbidden("this tenant's policy forbids self-approval: the run's creator may not decide its approvals")
+    _check_reviewers(principal, rows, named_approvals(rows, body))
     decisions = _parse(body)
     chosen = _resolve(decisions, rows)
     _check(runtime, run, decisions, chosen)
     _check_remember(runtime, decisions, chosen)
-    _check_complete(run, rows, chosen)
+    _check_complete(principal, run, rows, chosen)
     _check_seen(decisions, chosen)
     return decisions, chosen
+
+
+def _check_reviewers(principal: Principal, rows: list[PendingApproval], named: list[NamedApproval]) -> None:
+    """Refuse a request naming an approval whose rule reserves it for other reviewers.
+
+    Judged on the approvals the body names as far as it can be read, before its validation: whoever may not decide
+    a call learns that first, not how their decision is malformed.
+    """
+    ids = {item.id for item in named}
+    for row in rows:
+        if row.id in ids and not policy.may_decide(principal, row):
+            raise Forbidden(
+                f"approval {row.id} ({row.tool_name}) may be decided only by its reviewers: "
+                f"{policy.reviewers_text(row)}"
+            )
 
 
 def _store_decisions(
     work: Work,
     principal: Principal,
     run: Run,
+    rows: list[PendingApproval],
     decisions: list[dict[str, Any]],
     chosen: list[PendingApproval],
     trace_id: str | None,
 ) -> None:
+    """Write the request's decisions and votes, then queue the run if no call of its batch is left pending."""
     now = datetime.now(UTC)
+    votes = {
+        row.id: policy.cast_vote(principal, row, decision["decision"], decision.get("message", ""), now)
+        for decision, row in zip(decisions, chosen, strict=True)
+        if policy.is_quorum(row)
+    }
     audit = [
-        _audit(principal, _named(row, decision), trace_id) for decision, row in zip(decisions, chosen, strict=True)
+        _audit(principal, _named(row, decision, votes.get(row.id)), trace_id)
+        for decision, row in zip(decisions, chosen, strict=True)
     ]
-    values = [
-        {
-            "decision": decision["decision"],
-            "decision_args": decision.get("args"),
-            "decision_message": decision.get("message", ""),
-            "decided_by": principal.user_id,
-            "decided_at": now,
-        }
-        for decision in decisions
+    decided = [
+        (row, _decided_values(principal, decision, now))
+        for decision, row in zip(decisions, chosen, strict=True)
+        if row.id not in votes or votes[row.id].tally != "pending"
     ]
-    store.record_decisions(work.session, list(zip(chosen, values, strict=True)))
-    transitions.requeue_decided(work, run, chosen)
+    store.record_votes(work.session, [(vote.row, vote.record) for vote in votes.values()])
+    store.record_decisions(work.session, decided)
+    decided_rows = [row for row, _ in decided]
+    if any(row.state == "pending" for row in rows):
+        transitions.decided_waiting(work, run, decided_rows)
+    else:
+        transitions.requeue_decided(work, run, decided_rows)
     insert_audit_events(work.session, audit)
+
+
+def _decided_values(principal: Principal, decision: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """What a decided approval stores: a quorum's last vote decides it as a plain decision would."""
+    return {
+        "decision": decision["decision"],
+        "decision_args": decision.get("args"),
+        "decision_message": decision.get("message", ""),
+        "decided_by": principal.user_id,
+        "decided_at": now,
+    }
 
 
 def _refusal_audit(
@@ -286,9 +338,11 @@ def _refusal_audit(
     ]
 
 
-def _named(row: PendingApproval, decision: dict[str, Any]) -> NamedApproval:
+def _named(row: PendingApproval, decision: dict[str, Any], vote: policy.Vote | None = None) -> NamedApproval:
     kind = decision["decision"]
     changed = arguments_changed(row.arguments, decision.get("args")) if kind == "edit" else None
+    if vote is not None:
+        return NamedApproval(row.id, row.tool_call_id, row.tool_name, kind, changed, vote.count, row.approvals_required)
     return NamedApproval(row.id, row.tool_call_id, row.tool_name, kind, changed)
 
 
@@ -355,6 +409,14 @@ def _check(runtime: Runtime, run: Run, decisions: list[dict[str, Any]], rows: li
     errors: list[FieldError] = []
     for index, (decision, row) in enumerate(zip(decisions, rows, strict=True)):
         field = f"decisions[{index}]"
+        if policy.is_quorum(row) and decision["decision"] not in QUORUM_DECISIONS:
+            errors.append(
+                FieldError(
+                    f"{field}.decision",
+                    f"{row.tool_name} needs {row.approvals_required} approvals: only approve or reject is a vote",
+                )
+            )
+            continue
         if decision["decision"] not in row.allowed_decisions:
             allowed = ", ".join(row.allowed_decisions)
             errors.append(
@@ -460,14 +522,21 @@ def _store_remembered(
     return {approval_id: grant.id for approval_id, grant in created.items()}
 
 
-def _check_complete(run: Run, rows: list[PendingApproval], chosen: list[PendingApproval]) -> None:
+def _check_complete(principal: Principal, run: Run, rows: list[PendingApproval], chosen: list[PendingApproval]) -> None:
     # The row lock is held: the state read here is the one the transition will find.
     if run.state != "awaiting_approval":
         raise NotAwaitingApproval(f"run {run.id} is {run.state}, not awaiting approval")
     stale = [row for row in chosen if row.state != "pending"]
     if stale:
         raise NotAwaitingApproval(f"approval {stale[0].id} is already {stale[0].state}")
-    remaining = [row for row in rows if row.state == "pending" and row not in chosen]
+    voted = [row for row in chosen if policy.has_voted(principal, row)]
+    if voted:
+        raise AlreadyVoted(
+            f"approval {voted[0].id} ({voted[0].tool_name}) already has your vote; "
+            f"it needs {voted[0].approvals_required} distinct reviewers"
+        )
+    # Calls reserved for other reviewers, or already carrying the caller's vote, wait on others: not named here.
+    remaining = [row for row in rows if policy.awaits(principal, row) and row not in chosen]
     if remaining:
         raise PartialDecision(
             f"{len(remaining)} pending call(s) of this run have no decision; decide them all in one request",

@@ -179,6 +179,12 @@ def approvals_show(approval_id: str, url: str, token: str, as_json: bool) -> Non
     for key in ("id", "run_id", "tool_call_id", "tool_name", "state", "allowed_decisions", "created_at", "expires_at"):
         click.echo(f"{key + ':':<19}{display(shown[key])}")
     click.echo(f"{'arguments:':<19}{json.dumps(approval['arguments'], indent=2, sort_keys=True)}")
+    if approval.get("reviewers"):
+        click.echo(f"{'reviewers:':<19}{display(approval['reviewers'])}")
+    if approval.get("approvals_required", 1) > 1:
+        click.echo(f"{'votes:':<19}{_tally(approval)}")
+        for vote in approval["votes"]:
+            click.echo(f"{'':<19}{vote['vote']} by {vote['user_id']} at {vote['created_at']}")
     if approval["decision"]:
         for key in ("decision", "decision_args", "decision_message", "decided_by", "decided_at"):
             click.echo(f"{key + ':':<19}{display(shown[key])}")
@@ -224,7 +230,22 @@ def approvals_decide(run_id: str, decision_options: tuple[str, ...], url: str, t
         return
     click.echo(run_line(result["run"]))
     for approval in result["approvals"]:
-        click.echo(f"  {approval['decision'] or '-':<8}  {approval['tool_name']:<12}  {approval['tool_call_id']}")
+        click.echo(f"  {_outcome(approval):<8}  {approval['tool_name']:<12}  {approval['tool_call_id']}")
+        if approval["state"] == "pending":
+            click.echo(f"    still pending: {_tally(approval)}")
+
+
+def _tally(approval: Approval) -> str:
+    """How far a quorum approval is: ``1 of 2 approvals``."""
+    approvals = sum(1 for vote in approval.get("votes", []) if vote["vote"] == "approve")
+    return f"{approvals} of {approval.get('approvals_required', 1)} approvals"
+
+
+def _outcome(approval: Approval) -> str:
+    """A decided approval's decision; a quorum approval still waiting for other reviewers shows as voted."""
+    if approval["state"] == "pending":
+        return "voted"
+    return approval["decision"] or "-"
 
 
 def parse_decisions(tokens: list[str]) -> list[Decision]:

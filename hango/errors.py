@@ -65,6 +65,10 @@ class StaleApproval(Conflict):
     """A decision names a digest of arguments other than the call's: its reviewer saw something else."""
 
 
+class AlreadyVoted(Conflict):
+    """The caller already voted on an approval of a quorum rule: one user counts once."""
+
+
 class PartialDecision(Conflict):
     """The decisions do not cover every pending call of the run; ``remaining`` lists the others."""
 

@@ -388,11 +388,16 @@ class PendingApproval(Base):
     execution: Mapped[str] = mapped_column(Text, nullable=False, server_default="not_started")
     # Who may decide, copied from the rule at suspension: ``{"roles": [...], "users": [...]}``; null for anyone
     # the roles allow.
-    reviewers: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    reviewers: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     # Distinct approving votes the call needs (the rule's ``approvals_required``; 1 is a plain decision).
     approvals_required: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
     # The standing approval that decided this call without a human, if one did.
     grant_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("grants.id", ondelete="SET NULL"), nullable=True)
+    # A quorum's votes, oldest first (written in Core by the decision service, hence read-only here). Loaded in
+    # one query per page of approvals by the store; a plain approval has none.
+    votes: Mapped[list[ApprovalVote]] = relationship(
+        viewonly=True, order_by=lambda: (ApprovalVote.created_at, ApprovalVote.id)
+    )
 
 
 class ApprovalVote(Base):

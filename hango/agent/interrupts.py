@@ -8,6 +8,9 @@ argument does not match. Path arguments are matched after normalisation, and a d
 ``/``) also matches the directory itself, so ``/memories``, ``/memories/.`` and ``/memories/x/..`` cannot slip past
 a ``/memories/`` prefix any more than ``/memories/../memories//x`` can.
 
+A rule may also name who decides its calls, ``"reviewers": {"roles": ["owner"], "users": ["<user id>"]}``, and how
+many distinct approvals they need, ``"approvals_required": N`` (2 to 5; only ``approve`` and ``reject`` then).
+
 The default rules protect the agent's persistent memory and skills. User entries win per tool name; removing a
 default takes an explicit ``false``, which the agents service logs and audits.
 """
@@ -15,6 +18,7 @@ default takes an explicit ``false``, which the agents service logs and audits.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +31,12 @@ PATH_ARGUMENTS = frozenset({"file_path", "path"})
 MATCHERS = ("equals", "prefix", "size_over")
 _PROTECTED = {"when": {"file_path": {"prefix": ["/memories/", "/skills/"]}}}
 DEFAULT_RULES: dict[str, Any] = {"write_file": _PROTECTED, "edit_file": _PROTECTED}
+RULE_FIELDS = ("allowed_decisions", "when", "reviewers", "approvals_required")
+# Members never decide, so a rule can only narrow the deciding roles.
+REVIEWER_ROLES = ("owner", "admin")
+# What a quorum can do: N approvals run the call, one rejection refuses it. An edit or an answer is one person's.
+QUORUM_DECISIONS = ("approve", "reject")
+MAX_APPROVALS_REQUIRED = 5
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,9 @@ class InterruptRule:
 
     allowed_decisions: tuple[str, ...]
     when: Mapping[str, Mapping[str, Any]] | None = None
+    # Who may decide (``{"roles": [...], "users": [...]}``; None: every owner and admin) and how many must approve.
+    reviewers: Mapping[str, list[str]] | None = None
+    approvals_required: int = 1
 
     def matches(self, args: Mapping[str, Any]) -> bool:
         """Whether a call with these arguments must wait for a human."""
@@ -90,7 +103,7 @@ def _rule_errors(rule: Any, field: str) -> list[FieldError]:
         return []
     if not isinstance(rule, Mapping):
         return [FieldError(field, "must be true, false or an object with allowed_decisions and when")]
-    errors = [FieldError(f"{field}.{key}", "unknown field") for key in rule if key not in ("allowed_decisions", "when")]
+    errors = [FieldError(f"{field}.{key}", "unknown field") for key in rule if key not in RULE_FIELDS]
     errors += _decision_errors(rule.get("allowed_decisions"), f"{field}.allowed_decisions")
     when = rule.get("when")
     if when is not None:
@@ -99,6 +112,10 @@ def _rule_errors(rule: Any, field: str) -> list[FieldError]:
         else:
             for argument, matcher in when.items():
                 errors += _matcher_errors(matcher, f"{field}.when.{argument}")
+    if "reviewers" in rule:
+        errors += _reviewers_errors(rule["reviewers"], f"{field}.reviewers")
+    if "approvals_required" in rule:
+        errors += _quorum_errors(rule, field)
     return errors
 
 
@@ -112,6 +129,42 @@ def _decision_errors(decisions: Any, field: str) -> list[FieldError]:
         for index, decision in enumerate(decisions)
         if decision not in DECISIONS
     ]
+
+
+def _reviewers_errors(reviewers: Any, field: str) -> list[FieldError]:
+    if not isinstance(reviewers, Mapping):
+        return [FieldError(field, "must be an object with roles and/or users")]
+    errors = [FieldError(f"{field}.{key}", "unknown field") for key in reviewers if key not in ("roles", "users")]
+    roles, users = reviewers.get("roles", []), reviewers.get("users", [])
+    if not isinstance(roles, list) or any(role not in REVIEWER_ROLES for role in roles):
+        errors.append(FieldError(f"{field}.roles", f"must be a list of {', '.join(REVIEWER_ROLES)}"))
+    if not isinstance(users, list) or not all(_is_uuid(user) for user in users):
+        errors.append(FieldError(f"{field}.users", "must be a list of user ids"))
+    if not errors and not roles and not users:
+        errors.append(FieldError(field, "must name at least one role or user"))
+    return errors
+
+
+def _is_uuid(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _quorum_errors(rule: Mapping[str, Any], field: str) -> list[FieldError]:
+    required = rule["approvals_required"]
+    if isinstance(required, bool) or not isinstance(required, int) or not 2 <= required <= MAX_APPROVALS_REQUIRED:
+        return [FieldError(f"{field}.approvals_required", f"must be a whole number from 2 to {MAX_APPROVALS_REQUIRED}")]
+    decisions = rule.get("allowed_decisions")
+    if isinstance(decisions, list) and any(decision not in QUORUM_DECISIONS for decision in decisions):
+        return [
+            FieldError(f"{field}.allowed_decisions", "under approvals_required only approve and reject are allowed")
+        ]
+    return []
 
 
 def _matcher_errors(matcher: Any, field: str) -> list[FieldError]:
@@ -142,19 +195,26 @@ def _expand(rule: Any) -> Any:
         return False
     if rule is True:
         return {"allowed_decisions": list(DECISIONS)}
-    expanded = {"allowed_decisions": list(rule.get("allowed_decisions") or DECISIONS)}
-    if rule.get("when"):
-        expanded["when"] = rule["when"]
+    default = QUORUM_DECISIONS if "approvals_required" in rule else DECISIONS
+    expanded = {"allowed_decisions": list(rule.get("allowed_decisions") or default)}
+    for key in ("when", "reviewers", "approvals_required"):
+        if rule.get(key):
+            expanded[key] = rule[key]
     return expanded
 
 
 def compile_rules(user: Mapping[str, Any] | None) -> dict[str, InterruptRule]:
     """The rules the middleware applies, by tool name (tools set to ``false`` have none)."""
-    return {
-        tool: InterruptRule(tuple(rule["allowed_decisions"]), rule.get("when"))
-        for tool, rule in effective_config(user).items()
-        if rule is not False
-    }
+    return {tool: _compiled(rule) for tool, rule in effective_config(user).items() if rule is not False}
+
+
+def _compiled(rule: Mapping[str, Any]) -> InterruptRule:
+    return InterruptRule(
+        tuple(rule["allowed_decisions"]),
+        rule.get("when"),
+        reviewers=rule.get("reviewers"),
+        approvals_required=rule.get("approvals_required", 1),
+    )
 
 
 def overridden_defaults(user: Mapping[str, Any] | None) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -163,6 +164,9 @@ class StandingApproval:
 class PendingCall:
     """A call that must wait for a human, with the decisions a human may take and the child loop it belongs to.
 
+    ``reviewers`` and ``approvals_required`` are its rule's: who may decide (None: every owner and admin) and how
+    many distinct approvals the call needs before it runs.
+
     A call a standing approval covers (``granted``) is held like the others but waits for nobody: it is recorded
     as an approval already decided, and runs with its batch unless a sibling must wait for a human.
     """
@@ -170,6 +174,8 @@ class PendingCall:
     call: ToolCall
     allowed_decisions: tuple[str, ...]
     subagent_call_id: uuid.UUID | None = None
+    reviewers: Mapping[str, list[str]] | None = None
+    approvals_required: int = 1
     granted: StandingApproval | None = None
 
 

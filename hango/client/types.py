@@ -116,6 +116,24 @@ class Approval(TypedDict):
     decided_at: str | None
     execution: Execution  # where an approved call stands; outcome_unknown: its worker stopped mid-call
     grant_id: str | None  # the standing approval that approved the call without a human
+    reviewers: Reviewers | None  # who may decide (the rule's); None: every owner and admin
+    approvals_required: int  # distinct approving reviewers the call needs; 1 is a plain decision
+    votes: list[ApprovalVote]  # a quorum's votes so far, oldest first
+
+
+class Reviewers(TypedDict, total=False):
+    """Who may decide an approval: owners/admins by role, or users by id."""
+
+    roles: list[Literal["owner", "admin"]]
+    users: list[str]
+
+
+class ApprovalVote(TypedDict):
+    """One reviewer's vote on an approval of a quorum rule."""
+
+    user_id: str
+    vote: Literal["approve", "reject"]
+    created_at: str
 
 
 class DecidedApproval(Approval):

@@ -55,6 +55,8 @@ def _row(
         arguments=pending.call.input,
         allowed_decisions=list(pending.allowed_decisions),
         subagent_call_id=pending.subagent_call_id or subagent_call_id,
+        reviewers=dict(pending.reviewers) if pending.reviewers is not None else None,
+        approvals_required=pending.approvals_required,
         created_at=now,
         state="pending",
         execution="not_started",

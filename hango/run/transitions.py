@@ -7,6 +7,7 @@ transition              from → to                           made by          g
 ``resume``              queued → running (was suspended)    worker           the run is ``queued``
 ``suspend``             running → awaiting_approval         worker           this worker's lease
 ``requeue_decided``     awaiting_approval → queued          API              the row lock; every call decided
+``decided_waiting``     awaiting_approval (stays)           API              the row lock; calls still pending
 ``finish``              running → succeeded | failed        worker           this worker's lease
 ``cancel``              queued | running | awaiting → cancelled   API        not finished
 ``expire``              awaiting_approval → failed          beat (sweeper)   still waiting, an approval stale
@@ -190,6 +191,15 @@ def requeue_decided(work: Work, run: Run, decided: Sequence[PendingApproval]) ->
     work.approvals("approval.decided", decided)
     work.enqueue_after_commit(moved)
     return moved
+
+
+def decided_waiting(work: Work, run: Run, decided: Sequence[PendingApproval]) -> None:
+    """Calls decided while the run keeps waiting for others of its batch (their reviewers', or a quorum's): their
+    ``approval.decided`` events, and no transition. The caller holds the run's row lock and has checked that it is
+    ``awaiting_approval``."""
+    for row in decided:
+        work.emit(run, "approval.decided", approval_store.decided_event(row))
+    work.approvals("approval.decided", decided)
 
 
 def finish(

@@ -9,13 +9,13 @@ from typing import Any, cast
 
 from sqlalchemy import Select, Table, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from hango.auth import Principal
 from hango.canonical import sha256_hex
 from hango.errors import NotFound
-from hango.models import PendingApproval, Run
+from hango.models import ApprovalVote, PendingApproval, Run
 from hango.pagination import Page, PageRequest, paginate
 from hango.store.runs import get_run, visible_to_bound
 
@@ -41,15 +41,26 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
         "decided_at": row.decided_at,
         "execution": row.execution,
         "grant_id": str(row.grant_id) if row.grant_id else None,
+        # The approval policy: who may decide (None: every owner and admin), and a quorum's votes so far.
+        "reviewers": row.reviewers,
+        "approvals_required": row.approvals_required or 1,
+        "votes": [vote_json(vote) for vote in row.votes] if (row.approvals_required or 1) > 1 else [],
     }
+
+
+def vote_json(vote: ApprovalVote) -> dict[str, Any]:
+    """One vote as an approval item shows it: who and what, never the message (a reject's is ``decision_message``)."""
+    return {"user_id": str(vote.user_id), "vote": vote.vote, "created_at": vote.created_at}
 
 
 def approval_item(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
     """:func:`approval_json` as JSON: what the approval lists send, the times in ISO 8601 (the tenant stream's data)."""
-    return {
-        name: value.isoformat() if isinstance(value, datetime) else value
-        for name, value in approval_json(row, ttl).items()
+    shown = approval_json(row, ttl)
+    item: dict[str, Any] = {
+        name: value.isoformat() if isinstance(value, datetime) else value for name, value in shown.items()
     }
+    item["votes"] = [{**vote, "created_at": vote["created_at"].isoformat()} for vote in shown["votes"]]
+    return item
 
 
 def requested_event(row: PendingApproval) -> dict[str, Any]:
@@ -77,6 +88,8 @@ def decided_event(row: PendingApproval) -> dict[str, Any]:
 
 
 def _filtered(statement: Select[PendingApproval], state: str) -> Select[PendingApproval]:
+    # The votes of a page come in one more query, whatever its size.
+    statement = statement.options(selectinload(PendingApproval.votes))
     return statement if state == "all" else statement.where(PendingApproval.state == state)
 
 
@@ -212,6 +225,8 @@ _PENDING_COLUMNS = (
     "arguments",
     "allowed_decisions",
     "subagent_call_id",
+    "reviewers",
+    "approvals_required",
 )
 
 
@@ -255,6 +270,8 @@ _DECIDE = (
 def record_decisions(session: Session, decided: Sequence[tuple[PendingApproval, dict[str, Any]]]) -> None:
     """Store decisions on loaded rows in one statement: each pair is a row and its ``decision``,
     ``decision_args``, ``decision_message``, ``decided_by`` and ``decided_at``. The rows then read as stored."""
+    if not decided:  # a request of votes alone, none of them final
+        return
     session.execute(_DECIDE, [{"approval_id": row.id, **values} for row, values in decided])
     for row, values in decided:
         for name, value in {"state": "decided", **values}.items():
@@ -270,3 +287,42 @@ def has_stale(session: Session, run: Run, older_than: datetime) -> bool:
         PendingApproval.created_at < older_than,
     )
     return session.execute(statement.limit(1)).first() is not None
+
+
+def reread_with_votes(session: Session, run: Run) -> list[PendingApproval]:
+    """A locked run's approvals read again, with their votes, in statements that start after the lock was taken.
+
+    The locking statement's join reads the approvals as they were when it *started*: a request that waited on the
+    lock would not see the votes and decisions of the one it waited for, which leaves the run waiting.
+    """
+    statement = (
+        select(PendingApproval)
+        .where(PendingApproval.tenant_id == run.tenant_id, PendingApproval.run_id == run.id)
+        .order_by(PendingApproval.created_at, PendingApproval.id)
+        .options(selectinload(PendingApproval.votes))
+        .execution_options(populate_existing=True)
+    )
+    return list(session.scalars(statement))
+
+
+def record_votes(session: Session, votes: Sequence[tuple[PendingApproval, ApprovalVote]]) -> None:
+    """Store votes on loaded rows in one statement: each pair is an approval and its new vote, which its ``votes``
+    then include."""
+    if not votes:
+        return
+    values = [
+        {
+            "id": vote.id,
+            "tenant_id": vote.tenant_id,
+            "run_id": vote.run_id,
+            "approval_id": vote.approval_id,
+            "user_id": vote.user_id,
+            "vote": vote.vote,
+            "message": vote.message,
+            "created_at": vote.created_at,
+        }
+        for _, vote in votes
+    ]
+    session.execute(insert(ApprovalVote), values)
+    for row, vote in votes:
+        set_committed_value(row, "votes", [*row.votes, vote])

@@ -78,6 +78,30 @@ def test_a_reviewer_lists_shows_and_decides_several_calls_in_one_command(
     assert "no b" in results["call_b"]["content"]
 
 
+def test_a_quorum_vote_says_the_call_is_still_pending_with_k_of_n(
+    hango: Any, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    first, second = tenant.add("admin"), tenant.add("admin")
+    script = [{"tool_calls": [write_memory("q", call_id="w")]}, {"text": "Ok"}]
+    run_id = suspended_run(client, tenant, script, interrupt_on={"write_file": {"approvals_required": 2}})
+    voted = hango(first, "approvals", "decide", run_id, "--approve", "w")
+    assert voted.returncode == 0, voted.stderr
+    assert f"run {run_id}  awaiting_approval" in voted.stdout
+    assert "still pending: 1 of 2 approvals" in voted.stdout
+    [item] = pending(client, first, run_id)
+    shown = hango(first, "approvals", "show", item["id"])
+    assert "votes:             1 of 2 approvals" in shown.stdout
+    assert f"approve by {first.user_id}" in shown.stdout
+    again = hango(first, "approvals", "decide", run_id, "--approve", "w")
+    assert again.returncode == 1
+    assert "already-voted" in again.stderr or "already has your vote" in again.stderr
+    final = hango(second, "approvals", "decide", run_id, "--approve", "w")
+    assert final.returncode == 0, final.stderr
+    assert f"run {run_id}  queued" in final.stdout
+    assert "still pending" not in final.stdout
+    assert finished(client, tenant.owner, run_id)["state"] == "succeeded"
+
+
 def test_decide_json_prints_the_result_only(hango: Any, client: FlaskClient, tenant: TenantFixture) -> None:
     run_id = _two_writes(client, tenant)
     edit = json.dumps({"file_path": "/memories/b.md", "content": "edited"})

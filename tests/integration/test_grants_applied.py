@@ -128,12 +128,18 @@ def test_a_grant_covers_only_its_calls_and_the_batch_waits_for_the_rest(
     assert {row.execution for row in _rows(db, run_id).values()} == {"done"}
 
 
-@pytest.mark.parametrize("which", ["expired", "revoked", "no match", "another run", "another agent", "no approve"])
+@pytest.mark.parametrize(
+    "which", ["expired", "revoked", "no match", "another run", "another agent", "no approve", "quorum"]
+)
 def test_a_grant_that_is_not_live_or_does_not_match_leaves_the_call_to_a_human(
     client: FlaskClient, tenant: TenantFixture, db: Database, which: str
 ) -> None:
     key = uuid.uuid4().hex
-    rule: Any = {"allowed_decisions": ["reject", "respond"]} if which == "no approve" else True
+    rules: dict[str, Any] = {
+        "no approve": {"allowed_decisions": ["reject", "respond"]},
+        "quorum": {"approvals_required": 2},
+    }
+    rule = rules.get(which, True)
     agent_id = _agent(client, tenant, [_count("c", key)], rule)
     if which == "expired":
         _grant(db, tenant, agent_id, tenant.owner, None, expires_in=timedelta(seconds=-1))

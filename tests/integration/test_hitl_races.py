@@ -46,8 +46,8 @@ def _run_locked(db: Database, run_id: str) -> Iterator[None]:
 
 def _waiting_on_run_locks(db: Database) -> int:
     # Statements of this database waiting on a lock while reading runs: pg_stat_activity keeps only the first
-    # kilobyte of a query, which may end before its FOR UPDATE clause, and even before its FROM (a select of the
-    # run joined with its approvals lists every column first).
+    # kilobyte of a query, which may end before its FOR UPDATE clause, or even before its FROM (the decision's
+    # locking join lists every column of runs and pending_approvals first).
     with db.engine.connect() as connection:
         return connection.execute(
             text(

@@ -23,6 +23,7 @@ from hango.db import Database
 from hango.errors import Forbidden, NotFound
 from hango.models import (
     Agent,
+    ApprovalVote,
     File,
     Grant,
     Message,
@@ -248,6 +249,40 @@ def case_pending_approvals(world: World) -> Reader:
     return _visible(world, read)
 
 
+def case_approval_votes(world: World) -> Reader:
+    approval = PendingApproval(
+        id=uuid.uuid4(),
+        tenant_id=world.run.tenant_id,
+        run_id=world.run.id,
+        turn=1,
+        tool_call_id="call_q",
+        tool_name="write_file",
+        arguments={},
+        allowed_decisions=["approve", "reject"],
+        approvals_required=2,
+    )
+    _seed(world, approval)
+    vote = ApprovalVote(
+        id=uuid.uuid4(),
+        tenant_id=world.run.tenant_id,
+        run_id=world.run.id,
+        approval_id=approval.id,
+        user_id=world.owner_a.user_id,
+        vote="approve",
+    )
+    _seed(world, vote)
+
+    def read(session: Session, principal: Principal) -> bool:
+        # Votes are read only with their approval: the run's list and the tenant's queue.
+        listed = approvals.list_for_run(session, principal, world.run.id, "all", PageRequest()).items
+        queue = approvals.list_for_tenant(session, principal, "all", PageRequest()).items
+        voted = [[v.user_id for v in row.votes] for rows in (listed, queue) for row in rows if row.id == approval.id]
+        assert voted in ([], [[vote.user_id], [vote.user_id]]), "the run's list and the queue disagree on votes"
+        return bool(voted)
+
+    return _visible(world, read)
+
+
 def case_approval_events(world: World) -> Reader:
     approval_id = uuid.uuid4()
     with world.db.transaction() as session:
@@ -370,6 +405,7 @@ CASES: dict[str, tuple[Callable[[World], Reader], dict[str, bool]]] = {
     "audit_events": (case_audit_events, MANAGERS_ONLY),
     "pending_approvals": (case_pending_approvals, RUN_SCOPED),
     "approval_events": (case_approval_events, RUN_SCOPED),
+    "approval_votes": (case_approval_votes, RUN_SCOPED),
     "webhooks": (case_webhooks, MANAGERS_ONLY),
     "webhook_deliveries": (case_webhook_deliveries, MANAGERS_ONLY),
     "grants": (case_grants, MANAGERS_ONLY),

@@ -18,7 +18,7 @@ and the model decides what to do.
 
 A held call that a live standing approval (a grant) covers is marked ``granted``: the loop records it as decided
 by the grant and it waits for nobody, but it runs as an approved call. A grant never applies where the rule does
-not allow ``approve``.
+not allow ``approve``, nor under a quorum (``approvals_required`` above 1).
 
 Switching interrupts off (``HANGO_INTERRUPTS_ENABLED=false``) keeps this middleware in the stack with
 ``interrupts=False``: it raises no new interrupt, but it still applies every stored decision. A run suspended
@@ -78,7 +78,13 @@ class HumanInTheLoop(Middleware):
             return None
         if request.tool is None or request.tool.argument_errors(call.input):
             return None  # answered with an error when it runs: nothing for a human to decide
-        return PendingCall(call, rule.allowed_decisions, granted=_granted(request, rule))
+        return PendingCall(
+            call,
+            rule.allowed_decisions,
+            reviewers=rule.reviewers,
+            approvals_required=rule.approvals_required,
+            granted=_granted(request, rule),
+        )
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
         """Apply a decision, or refuse a held call that has none; pass any other call on."""
@@ -146,8 +152,9 @@ def _executed(request: ToolCallRequest, decision: Decision, handler: ToolHandler
 
 
 def _granted(request: ToolCallRequest, rule: InterruptRule) -> StandingApproval | None:
-    """The standing approval of a held call, where one may apply: never beyond the rule's decisions."""
-    if "approve" not in rule.allowed_decisions:
+    """The standing approval of a held call, where one may apply: never beyond the rule's decisions, and never
+    where the rule asks for several reviewers' approvals."""
+    if "approve" not in rule.allowed_decisions or rule.approvals_required > 1:
         return None
     return request.scope.services.standing_approval(request.call)
 
