@@ -28,6 +28,9 @@ DECISION_OPTIONS: dict[str, DecisionKind] = {
     "--edit": "edit",
 }
 FOLLOWER: dict[DecisionKind, str] = {"reject": "--message", "respond": "--message", "edit": "--args"}
+# What may follow a decision (after its required follower): the digest of the arguments the reviewer saw, and for
+# an approve, a standing approval of the same call for a duration.
+MODIFIERS = ("--sha256", "--remember")
 APPROVAL_STATES = ["pending", "decided", "expired", "cancelled", "all"]
 
 
@@ -176,7 +179,8 @@ def approvals_show(approval_id: str, url: str, token: str, as_json: bool) -> Non
         emit_json(approval)
         return
     shown: dict[str, Any] = dict(approval)
-    for key in ("id", "run_id", "tool_call_id", "tool_name", "state", "allowed_decisions", "created_at", "expires_at"):
+    shown_keys = ("id", "run_id", "tool_call_id", "tool_name", "state", "allowed_decisions", "created_at", "expires_at")
+    for key in (*shown_keys, "arguments_sha256"):
         click.echo(f"{key + ':':<19}{display(shown[key])}")
     click.echo(f"{'arguments:':<19}{json.dumps(approval['arguments'], indent=2, sort_keys=True)}")
     if approval.get("reviewers"):
@@ -217,6 +221,13 @@ def approvals_decide(run_id: str, decision_options: tuple[str, ...], url: str, t
       --reject CALL --message M
       --respond CALL --message M
       --edit CALL --args JSON     (the call's new arguments, a JSON object)
+
+    and may go on with:
+
+    \b
+      --sha256 DIGEST    the arguments_sha256 you reviewed ("hango approvals show"); if the
+                         call's arguments are not those, the server refuses (409) and stores nothing
+      --remember TTL     (approve only) also approve this exact call again, for TTL (e.g. 1h)
 
     CALL is the tool call id (see "hango approvals list --run RUN_ID").
     """
@@ -274,15 +285,29 @@ def parse_decisions(tokens: list[str]) -> list[Decision]:
                 decision["args"] = _json_object(value)
             else:
                 decision["message"] = value
+        _modify(decision, pending, option)
         decisions.append(decision)
     if not decisions:
         raise click.UsageError("name at least one decision: --approve, --reject, --respond or --edit")
     return decisions
 
 
+def _modify(decision: Decision, pending: list[str], option: str) -> None:
+    """Take the ``--sha256`` and ``--remember`` options that follow a decision."""
+    while pending and pending[0] in MODIFIERS:
+        modifier = pending.pop(0)
+        value = _value(pending, modifier)
+        if modifier == "--sha256":
+            decision["arguments_sha256"] = value
+        elif decision["decision"] != "approve":
+            raise click.UsageError(f"--remember follows --approve only, not {option}")
+        else:
+            decision["remember"] = {"ttl": value}
+
+
 def _split_equals(tokens: list[str]) -> list[str]:
-    """``--option=value`` spelt as two tokens, for the decision options and their followers."""
-    known = {*DECISION_OPTIONS, "--message", "--args"}
+    """``--option=value`` spelt as two tokens, for the decision options, their followers and modifiers."""
+    known = {*DECISION_OPTIONS, "--message", "--args", *MODIFIERS}
     split: list[str] = []
     for token in tokens:
         name, equals, value = token.partition("=")

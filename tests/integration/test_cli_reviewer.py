@@ -185,3 +185,28 @@ def test_runs_create_watch_prints_the_events_until_the_run_finishes(
     watched = hango(tenant.owner, "runs", "watch", run["id"])
     assert watched.returncode == 0, watched.stderr
     assert [line.split()[1] for line in watched.stdout.splitlines()] == [event["type"] for event in events]
+
+
+def test_a_decision_bound_to_another_digest_is_refused_and_the_one_shown_is_accepted_and_remembered(
+    hango: Any, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    run_id = suspended_run(client, tenant, [{"text": "Saving.", "tool_calls": [write_memory(call_id="c1")]}])
+    [item] = pending(client, tenant.owner, run_id)
+    shown = hango(tenant.owner, "approvals", "show", item["id"])
+    assert f"arguments_sha256:  {item['arguments_sha256']}" in shown.stdout
+
+    stale = hango(tenant.owner, "approvals", "decide", run_id, "--approve", "c1", "--sha256", "0" * 64)
+    assert stale.returncode == 1
+    assert stale.stderr.startswith("error: 409 Stale approval")
+    assert [a["state"] for a in pending(client, tenant.owner, run_id)] == ["pending"]
+
+    args = ["--approve", "c1", "--sha256", item["arguments_sha256"], "--remember", "1h", "--json"]
+    decided = hango(tenant.owner, "approvals", "decide", run_id, *args)
+    assert decided.returncode == 0, decided.stderr
+    [approval] = json.loads(decided.stdout)["approvals"]
+    assert approval["decision"] == "approve"
+    grant = client.get(f"/v1/grants/{approval['remembered_grant_id']}", headers=tenant.owner.headers).json
+    assert (grant["tool_name"], grant["when"]) == (
+        "write_file",
+        {k: {"equals": v} for k, v in item["arguments"].items()},
+    )

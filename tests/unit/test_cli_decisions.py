@@ -19,6 +19,16 @@ def test_decisions_keep_their_order_and_their_own_message_or_arguments() -> None
     ]
 
 
+def test_a_decision_may_carry_the_digest_it_was_made_on_and_an_approve_a_remember() -> None:
+    tokens = ["--approve", "c1", "--sha256", "d1", "--remember=8h", "--reject", "c2", "--message", "no"]
+    tokens += ["--sha256=d2", "--edit", "c3", "--args", "{}", "--sha256", "d3"]
+    assert parse_decisions(tokens) == [
+        {"tool_call_id": "c1", "decision": "approve", "arguments_sha256": "d1", "remember": {"ttl": "8h"}},
+        {"tool_call_id": "c2", "decision": "reject", "message": "no", "arguments_sha256": "d2"},
+        {"tool_call_id": "c3", "decision": "edit", "args": {}, "arguments_sha256": "d3"},
+    ]
+
+
 @pytest.mark.parametrize(
     "tokens",
     [
@@ -30,6 +40,9 @@ def test_decisions_keep_their_order_and_their_own_message_or_arguments() -> None
         ["--edit", "c1", "--args", "[]"],
         ["--message", "m"],
         ["c1"],
+        ["--approve", "c1", "--sha256"],
+        ["--reject", "c1", "--message", "no", "--remember", "1h"],
+        ["--sha256", "abc", "--approve", "c1"],
     ],
 )
 def test_malformed_decisions_are_usage_errors(tokens: list[str]) -> None:
