@@ -265,7 +265,16 @@ def test_a_subagents_quorum_rule_works_the_same(client: FlaskClient, tenant: Ten
 def test_the_openapi_document_shows_the_policy_fields_and_refusals(client: FlaskClient) -> None:
     spec = client.get("/openapi.json").json
     approval = spec["components"]["schemas"]["Approval"]["properties"]
-    assert {"reviewers", "approvals_required", "votes"} <= set(approval)
+    assert {"reviewers", "approvals_required", "votes", "arguments_sha256", "execution", "grant_id"} <= set(approval)
+    assert spec["components"]["schemas"]["Approval"]["properties"]["execution"]["enum"] == [
+        "not_started",
+        "executing",
+        "done",
+        "outcome_unknown",
+    ]
+    assert {"arguments_sha256", "remember"} <= set(spec["components"]["schemas"]["Decision"]["properties"])
+    assert {"get", "put"} <= set(spec["paths"]["/v1/tenant"])
     responses = spec["paths"]["/v1/runs/{run_id}/approvals"]["post"]["responses"]
     assert "already-voted" in responses["409"]["description"]
+    assert "stale-approval" in responses["409"]["description"]
     assert "reviewers" in responses["403"]["description"]
