@@ -24,6 +24,7 @@
     staged: new Map(), // run id -> Map(tool call id -> decision)
     drawing: null, // the timer of the next drawing of new cards
     grants: null, // the standing approvals panel's parts (owners and admins)
+    ticking: null, // the timer that refreshes the cards' ages and deadlines
     abort: null,
   };
 
@@ -203,7 +204,8 @@
     }
     refreshEmpty(list, empty, only);
     if (page.manager && !only) view.append(grantsPanel());
-    setInterval(() => refreshTimes(list), 10_000);
+    clearInterval(page.ticking);
+    page.ticking = setInterval(() => refreshTimes(list), 10_000);
     follow(
       "/v1/approvals/events",
       (type, item) => {
@@ -270,6 +272,7 @@
       element("dd", { "data-field": "age", "data-since": created.toISOString(), text: ago(created) }),
       element("dt", { text: "Expires" }),
       element("dd", { "data-field": "expiry", "data-at": expires.toISOString(), text: until(expires) }),
+      ...policyFacts(item),
     );
     article.append(
       element("h3", { id: `title-${id}` }, element("a", { href: `/inbox/approvals/${id}`, text: item.tool_name })),
@@ -287,6 +290,23 @@
     }
     describeRun(item, article, diff, history);
     return article;
+  }
+
+  // Who may decide (the rule's reviewers) and, under a quorum, how many approvals the call has of how many.
+  function policyFacts(item) {
+    const facts = [];
+    if (item.reviewers) {
+      const users = (item.reviewers.users || []).map((id) => page.users.get(id) || id);
+      const roles = (item.reviewers.roles || []).map((role) => `${role}s`);
+      const text = [...roles, ...users].join(", ");
+      facts.push(element("dt", { text: "Reviewers" }), element("dd", { "data-field": "reviewers", text }));
+    }
+    if (item.approvals_required > 1) {
+      const approvals = (item.votes || []).filter((vote) => vote.vote === "approve").length;
+      const text = `${approvals} of ${item.approvals_required}`;
+      facts.push(element("dt", { text: "Approvals" }), element("dd", { "data-field": "votes", text }));
+    }
+    return facts;
   }
 
   function decidedText(item) {
@@ -495,23 +515,48 @@
     const siblings = [...page.pending.values()].filter((other) => other.run_id === item.run_id);
     const missing = siblings.filter((other) => !staged.has(other.tool_call_id));
     if (missing.length) {
+      // Calls reserved for other reviewers are not this reviewer's to name: they may send what they decided.
       const names = missing.map((other) => other.tool_name).join(", ");
-      problem.append(element("p", { text: `Noted. This run waits on ${missing.length} more call(s): ${names}.` }));
+      const send = element("button", { type: "button", text: "Send my decisions now" });
+      send.addEventListener("click", () => sendStaged(item.run_id, problem));
+      problem.append(
+        element("p", { text: `Noted. This run waits on ${missing.length} more call(s): ${names}.` }),
+        element("p", { class: "reason", text: "If those are for other reviewers, send yours now." }),
+        send,
+      );
       return;
     }
+    await sendStaged(item.run_id, problem);
+  }
+
+  // POST what is staged for a run; a call decided leaves the queue, a quorum call that got a vote stays, redrawn
+  // with its votes.
+  async function sendStaged(runId, problem) {
+    const staged = page.staged.get(runId);
+    if (!staged || !staged.size) return;
     const decisions = [...staged.values()];
-    page.staged.delete(item.run_id);
+    page.staged.delete(runId);
+    problem.replaceChildren();
     try {
-      await call("POST", `/v1/runs/${item.run_id}/approvals`, { decisions });
+      const result = await call("POST", `/v1/runs/${runId}/approvals`, { decisions });
       if (decisions.some((decision) => decision.remember)) refreshGrants();
-      for (const other of siblings) {
-        page.pending.delete(other.id);
-        const node = document.querySelector(`article[data-approval="${other.id}"]`);
-        if (node && node.closest('section[aria-label="Pending approvals"]')) node.remove();
-      }
+      for (const answered of result.approvals) settle(answered);
     } catch (error) {
       showProblem(problem, error.body || { detail: error.message });
     }
+  }
+
+  function settle(item) {
+    const node = document.querySelector(`article[data-approval="${item.id}"]`);
+    const inQueue = node && node.closest('section[aria-label="Pending approvals"]');
+    if (item.state === "pending") {
+      page.pending.set(item.id, item);
+      if (node) node.replaceWith(render(item));
+      return;
+    }
+    page.pending.delete(item.id);
+    if (inQueue) node.remove();
+    else if (node) node.replaceWith(render(item));
   }
 
   function showProblem(holder, body) {

@@ -19,7 +19,7 @@ from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from hango.config import Settings
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
-from tests.integration.hitl_helpers import MEMORY, decide, suspended_run, tool_results, write_memory
+from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, tool_results, write_memory
 from tests.support.processes import api_server
 
 pytestmark = pytest.mark.usefixtures("worker_process")
@@ -282,3 +282,47 @@ def _pending(client: FlaskClient, person: Person, run_id: str) -> list[dict[str,
     response = client.get(f"/v1/runs/{run_id}/approvals", headers=person.headers)
     items: list[dict[str, Any]] = response.json["items"]
     return items
+
+
+def test_a_quorum_vote_keeps_the_card_with_its_tally_and_the_second_reviewer_decides(
+    page: Page, server: str, browser: Browser, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    admin = tenant.add("admin")
+    rule = {"write_file": {"approvals_required": 2, "reviewers": {"roles": ["owner", "admin"]}}}
+    run_id = suspended_run(client, tenant, SCRIPT, interrupt_on=rule)
+    _sign_in(page, server, tenant.owner)
+    approval = _approval(page)
+    expect(approval).to_contain_text("0 of 2")
+    expect(approval).to_contain_text("owners, admins")
+    approval.get_by_role("button", name="Approve").click()
+    expect(approval).to_contain_text("1 of 2", timeout=LIVE)  # a vote: the call still waits, the card stays
+    assert [a["state"] for a in _pending(client, tenant.owner, run_id)] == ["pending"]
+
+    context = browser.new_context()
+    other = context.new_page()
+    _sign_in(other, server, admin)
+    second = _approval(other)
+    expect(second).to_contain_text("1 of 2")
+    second.get_by_role("button", name="Approve").click()
+    expect(second).to_have_count(0, timeout=LIVE)
+    context.close()
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    expect(approval).to_have_count(0, timeout=LIVE)  # the decision reached the first page by the stream
+
+
+def test_a_reviewer_sends_the_calls_that_are_theirs_when_the_rest_belong_to_others(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    admin = tenant.add("admin")
+    calls = [write_memory("a", call_id="mine"), {"id": "theirs", "name": "count", "args": {"key": "k"}}]
+    rules = {"count": {"reviewers": {"users": [str(admin.user_id)]}}}
+    run_id = suspended_run(client, tenant, [{"tool_calls": calls}, {"text": "ok"}], interrupt_on=rules)
+    _sign_in(page, server, tenant.owner)
+    mine = page.get_by_role("article", name="write_file")
+    mine.get_by_role("button", name="Approve").click()
+    expect(mine).to_contain_text("waits on 1 more call(s): count")
+    mine.get_by_role("button", name="Send my decisions now").click()
+    expect(mine).to_have_count(0, timeout=LIVE)
+    states = {a["tool_call_id"]: a["state"] for a in pending(client, tenant.owner, run_id, "all")}
+    assert states == {"mine": "decided", "theirs": "pending"}
+    expect(page.get_by_role("article", name="count")).to_contain_text(admin.email)
