@@ -183,3 +183,33 @@ def test_a_call_whose_grant_was_revoked_after_the_lookup_is_stored_pending(
         ("pending", None, None),
     ]
     assert [event[1]["tool_call_id"] for event in standing.decided_events(rows)] == ["a"]
+
+
+def test_a_grant_made_through_the_api_applies_until_revoked_there_and_every_step_is_audited(
+    client: FlaskClient, tenant: TenantFixture, db: Database
+) -> None:
+    key = uuid.uuid4().hex
+    agent_id = _agent(client, tenant, [_count("c", key)])
+    body = {"agent_id": agent_id, "tool_name": "count", "when": {"key": {"equals": key}}, "ttl": "1h"}
+    created = client.post("/v1/grants", json=body, headers=tenant.owner.headers)
+    assert created.status_code == 201, created.json
+    grant_id = created.json["id"]
+
+    applied = start_run(client, tenant.owner, agent_id)
+    assert _settled(client, tenant, applied) == "succeeded"
+    [item] = pending(client, tenant.owner, applied, "all")
+    assert (item["state"], item["decision"], item["grant_id"], item["execution"]) == (
+        "decided",
+        "approve",
+        grant_id,
+        "done",
+    )
+
+    assert client.delete(f"/v1/grants/{grant_id}", headers=tenant.owner.headers).status_code == 204
+    after = start_run(client, tenant.owner, agent_id)
+    assert _settled(client, tenant, after) == "awaiting_approval"
+    assert executions(key) == 1
+
+    assert [row.target_id for row in audit_rows(db, tenant.id, "grant.create")] == [grant_id]
+    assert [row.detail["grant_id"] for row in audit_rows(db, tenant.id, "approval.auto_approve")] == [grant_id]
+    assert [row.target_id for row in audit_rows(db, tenant.id, "grant.revoke")] == [grant_id]
