@@ -239,9 +239,9 @@ class RunPersistence:
         if self.subagent_call_id is None:
             values["state_json"] = dump_state(state)
         with unit_of_work(self._runtime) as work:
+            run = fenced(work, self._lease, values, events=len(events))
             if standing.confirm(work.session, rows, datetime.now(UTC)):
                 raise standing.GrantWithdrawn("a grant was revoked while the loop used it; the batch is reviewed again")
-            run = fenced(work, self._lease, values, events=len(events))
             if self.subagent_call_id is not None:
                 subagent_store.save_state(work.session, self.run_id, self.subagent_call_id, dump_state(state))
             approval_store.insert_pending(work.session, rows)
