@@ -52,7 +52,9 @@ def _audit(agent: AgentRow) -> AgentRow:
 def create_agent(body: dict[str, Any]) -> AgentRow:
     """Create an agent (owner, admin)."""
     runtime = services().runtime
-    return _audit(agents.create_agent(runtime.db, runtime.tools, principal(), body))
+    return _audit(
+        agents.create_agent(runtime.db, runtime.tools, principal(), body, max_ttl=runtime.settings.approval_max_ttl)
+    )
 
 
 @blp.route("/agents", methods=["GET"])
@@ -79,4 +81,8 @@ def get_agent(agent_id: uuid.UUID) -> AgentRow:
 def replace_agent(body: dict[str, Any], agent_id: uuid.UUID) -> AgentRow:
     """Replace an agent's whole configuration (owner, admin); existing runs keep their snapshot."""
     runtime = services().runtime
-    return _audit(agents.replace_agent(runtime.db, runtime.tools, principal(), agent_id, body))
+    return _audit(
+        agents.replace_agent(
+            runtime.db, runtime.tools, principal(), agent_id, body, max_ttl=runtime.settings.approval_max_ttl
+        )
+    )

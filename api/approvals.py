@@ -68,6 +68,16 @@ class Approval(ma.Schema):
     grant_id = fields.UUID(
         allow_none=True, required=True, metadata={"description": "the standing approval that approved the call"}
     )
+    on_expiry = fields.Raw(
+        required=True,
+        metadata={
+            "description": 'what the deadline does, from the call\'s rule: "fail" (the run), "reject" (the call, the '
+            'run goes on) or {"escalate": {"roles", "users"}, "ttl"} (other reviewers, once)'
+        },
+    )
+    escalated_at = fields.DateTime(
+        allow_none=True, required=True, metadata={"description": "when the first deadline escalated the call"}
+    )
     reviewers = fields.Nested(
         Reviewers,
         allow_none=True,

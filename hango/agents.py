@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from hango.agent.interrupts import Override, config_overrides, validate_rules
+from hango.agent.interrupts import MAX_RULE_TTL, Override, config_overrides, validate_rules
 from hango.agent.tools.base import ToolRegistry
 from hango.auth import Principal
 from hango.db import Database
@@ -41,11 +41,12 @@ def check_tools(config: dict[str, Any], tools: ToolRegistry) -> None:
         raise InvalidInput("; ".join(f"{error.field}: {error.message}" for error in errors), errors)
 
 
-def check_interrupts(config: dict[str, Any]) -> None:
-    """Malformed interrupt rules, the agent's or a subagent's, are a 400 at save time."""
-    validate_rules(config.get("interrupt_on"))
+def check_interrupts(config: dict[str, Any], max_ttl: timedelta = MAX_RULE_TTL) -> None:
+    """Malformed interrupt rules, the agent's or a subagent's, are a 400 at save time; a rule's deadline may be at
+    most ``max_ttl`` (``HANGO_APPROVAL_MAX_TTL``)."""
+    validate_rules(config.get("interrupt_on"), max_ttl=max_ttl)
     for index, subagent in enumerate(config.get("subagents", [])):
-        validate_rules(subagent.get("interrupt_on"), f"subagents[{index}].interrupt_on")
+        validate_rules(subagent.get("interrupt_on"), f"subagents[{index}].interrupt_on", max_ttl=max_ttl)
 
 
 def log_overrides(agent: Agent) -> list[Override]:
@@ -70,11 +71,18 @@ def snapshot(agent: Agent) -> dict[str, Any]:
     return {field: getattr(agent, field) for field in CONFIG_FIELDS} | {"id": str(agent.id)}
 
 
-def create_agent(db: Database, tools: ToolRegistry, principal: Principal, config: dict[str, Any]) -> Agent:
+def create_agent(
+    db: Database,
+    tools: ToolRegistry,
+    principal: Principal,
+    config: dict[str, Any],
+    *,
+    max_ttl: timedelta = MAX_RULE_TTL,
+) -> Agent:
     """Create an agent from a validated configuration."""
     require_manager(principal)
     check_tools(config, tools)
-    check_interrupts(config)
+    check_interrupts(config, max_ttl)
     agent = Agent(id=uuid.uuid4(), tenant_id=principal.tenant_id, created_by=principal.user_id, **config)
     try:
         with db.transaction() as session:
@@ -86,12 +94,18 @@ def create_agent(db: Database, tools: ToolRegistry, principal: Principal, config
 
 
 def replace_agent(
-    db: Database, tools: ToolRegistry, principal: Principal, agent_id: uuid.UUID, config: dict[str, Any]
+    db: Database,
+    tools: ToolRegistry,
+    principal: Principal,
+    agent_id: uuid.UUID,
+    config: dict[str, Any],
+    *,
+    max_ttl: timedelta = MAX_RULE_TTL,
 ) -> Agent:
     """Replace an agent's whole configuration; runs already created keep their snapshot."""
     require_manager(principal)
     check_tools(config, tools)
-    check_interrupts(config)
+    check_interrupts(config, max_ttl)
     try:
         with db.transaction() as session:
             agent = agent_store.get_agent(session, principal.tenant_id, agent_id, for_update=True)

@@ -194,8 +194,9 @@ def decide(
     """
     with unit_of_work(runtime) as work:
         run, rows = store.locked_with_approvals(work.session, principal, run_id)
-        if policy.has_policy(rows):
-            # Calls of this batch may have been voted on or decided while this request waited for the lock.
+        if policy.has_policy(rows) or any(row.on_expiry is not None for row in rows):
+            # Calls of this batch may have been voted on, decided, rejected by their deadline or escalated while
+            # this request waited for the lock.
             rows = store.reread_with_votes(work.session, run)
         suspended = run.trace_context  # the suspended run's span, read under the lock that decides
         try:

@@ -174,6 +174,10 @@ class Settings(BaseSettings):
         default=timedelta(hours=24),
         description="how long an approval may wait before its run fails with `approval expired`",
     )
+    approval_max_ttl: Duration = Field(
+        default=timedelta(days=30),
+        description="the longest deadline an interrupt rule's `ttl` (or an escalation's) may set",
+    )
     approval_sweep_interval: Duration = Field(
         default=timedelta(minutes=1), description="how often the sweeper looks for expired approvals"
     )

@@ -23,7 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from hango.db import Database
-from hango.models import DECISIONS, RUN_STATES, PendingApproval, Run
+from hango.models import DECISIONS, EXPIRY_ACTIONS, RUN_STATES, PendingApproval, Run
 
 log = logging.getLogger(__name__)
 WAIT_BUCKETS = (1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
@@ -45,6 +45,7 @@ class StoredStateCollector(Collector):
                     _pending(session, self._tools),
                     _decisions(session, self._tools),
                     _expired(session, self._tools),
+                    _escalated(session, self._tools),
                     _wait_time(session),
                 ]
         except SQLAlchemyError:
@@ -94,9 +95,31 @@ def _decisions(session: Session, tools: frozenset[str]) -> Metric:
 
 def _expired(session: Session, tools: frozenset[str]) -> Metric:
     family = CounterMetricFamily(
-        "hango_approvals_expired", "Approvals nobody decided in time, by tool.", labels=["tool"]
+        "hango_approvals_expired",
+        "Approvals nobody decided in time, by tool and by what the deadline did (fail the run, reject the call).",
+        labels=["tool", "action"],
     )
-    for tool, count in sorted(_by_tool(session, tools, PendingApproval.state == "expired").items()):
+    # Approvals expired before the action was recorded (migration 0008) all failed their run.
+    action = func.coalesce(PendingApproval.expiry_action, "fail")
+    statement = (
+        select(PendingApproval.tool_name, action, func.count())
+        .where(PendingApproval.state == "expired")
+        .group_by(PendingApproval.tool_name, action)
+    )
+    counts: dict[tuple[str, str], int] = {(tool, done): 0 for tool in tools for done in EXPIRY_ACTIONS}
+    counts.update({(tool, done): count for tool, done, count in session.execute(statement)})
+    for (tool, done), count in sorted(counts.items()):
+        family.add_metric([tool, done], count)
+    return family
+
+
+def _escalated(session: Session, tools: frozenset[str]) -> Metric:
+    family = CounterMetricFamily(
+        "hango_approvals_escalated",
+        "Approvals whose first deadline handed them to other reviewers, by tool.",
+        labels=["tool"],
+    )
+    for tool, count in sorted(_by_tool(session, tools, PendingApproval.escalated_at.is_not(None)).items()):
         family.add_metric([tool], count)
     return family
 

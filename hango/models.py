@@ -47,12 +47,18 @@ MessageRole = Literal["user", "assistant", "tool"]
 SubagentState = Literal["running", "succeeded", "failed"]
 ActorKind = Literal["user", "system"]
 WebhookEventType = Literal[
-    "approval.requested", "approval.decided", "approval.expired", "approval.reminder", "run.finished"
+    "approval.requested",
+    "approval.decided",
+    "approval.expired",
+    "approval.escalated",
+    "approval.reminder",
+    "run.finished",
 ]
 DeliveryState = Literal["pending", "delivered", "failed"]
 Outcome = Literal["success", "denied", "error"]
 Execution = Literal["not_started", "executing", "done", "outcome_unknown"]
 Vote = Literal["approve", "reject"]
+ExpiryAction = Literal["fail", "reject"]
 
 ROLES: tuple[Role, ...] = get_args(Role)
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
@@ -62,6 +68,7 @@ WEBHOOK_EVENT_TYPES: tuple[WebhookEventType, ...] = get_args(WebhookEventType)
 DELIVERY_STATES: tuple[DeliveryState, ...] = get_args(DeliveryState)
 EXECUTIONS: tuple[Execution, ...] = get_args(Execution)
 VOTES: tuple[Vote, ...] = get_args(Vote)
+EXPIRY_ACTIONS: tuple[ExpiryAction, ...] = get_args(ExpiryAction)
 TERMINAL_RUN_STATES: frozenset[RunState] = frozenset({"succeeded", "failed", "cancelled"})
 
 
@@ -352,6 +359,7 @@ class PendingApproval(Base):
         CheckConstraint(_in("decision", ("", *DECISIONS)), name="decision"),
         CheckConstraint(_in("execution", EXECUTIONS), name="execution"),
         CheckConstraint("approvals_required BETWEEN 1 AND 5", name="approvals_required"),
+        CheckConstraint(_in("expiry_action", EXPIRY_ACTIONS), name="expiry_action"),
         # The queue's keyset orders, for an owner or admin (the tenant's) and a member (their own runs').
         Index(None, "tenant_id", "state", "created_at", "id"),
         Index(None, "tenant_id", "created_at", "id"),
@@ -359,6 +367,8 @@ class PendingApproval(Base):
         Index(None, "tenant_id", "run_creator", "created_at", "id"),
         Index(None, "tenant_id", "run_id"),
         Index(None, "state", "created_at"),
+        # The sweeper's question for approvals with a deadline of their own (migration 0008).
+        Index(None, "state", "expires_at"),
     )
 
     id: Mapped[uuid.UUID] = _id()
@@ -391,6 +401,16 @@ class PendingApproval(Base):
     reviewers: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     # Distinct approving votes the call needs (the rule's ``approvals_required``; 1 is a plain decision).
     approvals_required: Mapped[int] = mapped_column(Integer, nullable=False, server_default="1")
+    # Its own deadline, from its rule's ``ttl`` or an escalation (migration 0008); null: ``created_at`` plus
+    # ``HANGO_APPROVAL_TTL``.
+    expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    # What the deadline does, the rule's ``on_expiry`` as written: ``"reject"``, ``{"escalate": ..., "ttl": ...}``;
+    # null: the run fails.
+    on_expiry: Mapped[Any] = mapped_column(JSONB(none_as_null=True), nullable=True)
+    # When the first deadline escalated it; the next one fails the run.
+    escalated_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    # What its expiry did: ``fail`` (the run failed with it) or ``reject`` (the call got an error, the run went on).
+    expiry_action: Mapped[str | None] = mapped_column(Text, nullable=True)
     # The standing approval that decided this call without a human, if one did.
     grant_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("grants.id", ondelete="SET NULL"), nullable=True)
     # A quorum's votes, oldest first (written in Core by the decision service, hence read-only here). Loaded in

@@ -9,7 +9,11 @@ argument does not match. Path arguments are matched after normalisation, and a d
 a ``/memories/`` prefix any more than ``/memories/../memories//x`` can.
 
 A rule may also name who decides its calls, ``"reviewers": {"roles": ["owner"], "users": ["<user id>"]}``, and how
-many distinct approvals they need, ``"approvals_required": N`` (2 to 5; only ``approve`` and ``reject`` then).
+many distinct approvals they need, ``"approvals_required": N`` (2 to 5; only ``approve`` and ``reject`` then). It
+may give its calls a deadline of their own, ``"ttl": "4h"`` (instead of ``HANGO_APPROVAL_TTL``), and say what the
+deadline does, ``"on_expiry"``: ``"fail"`` the run (the default), ``"reject"`` the call and go on, or
+``{"escalate": {"roles": [...], "users": [...]}, "ttl": "1h"}``: hand the call to other reviewers once, for a
+second deadline that fails the run.
 
 The default rules protect the agent's persistent memory and skills. User entries win per tool name; removing a
 default takes an explicit ``false``, which the agents service logs and audits.
@@ -21,9 +25,11 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from hango.agent.paths import PathError, is_under, normalize_path
+from hango.config import parse_duration
 from hango.errors import FieldError, InvalidInput
 from hango.models import DECISIONS
 
@@ -31,12 +37,16 @@ PATH_ARGUMENTS = frozenset({"file_path", "path"})
 MATCHERS = ("equals", "prefix", "size_over")
 _PROTECTED = {"when": {"file_path": {"prefix": ["/memories/", "/skills/"]}}}
 DEFAULT_RULES: dict[str, Any] = {"write_file": _PROTECTED, "edit_file": _PROTECTED}
-RULE_FIELDS = ("allowed_decisions", "when", "reviewers", "approvals_required")
+RULE_FIELDS = ("allowed_decisions", "when", "reviewers", "approvals_required", "ttl", "on_expiry")
 # Members never decide, so a rule can only narrow the deciding roles.
 REVIEWER_ROLES = ("owner", "admin")
 # What a quorum can do: N approvals run the call, one rejection refuses it. An edit or an answer is one person's.
 QUORUM_DECISIONS = ("approve", "reject")
 MAX_APPROVALS_REQUIRED = 5
+# What an approval's deadline may do besides escalating (``{"escalate": {...}, "ttl": ...}``).
+EXPIRY_ACTIONS = ("fail", "reject")
+# The longest deadline a rule may set, unless the caller says otherwise (``HANGO_APPROVAL_MAX_TTL``).
+MAX_RULE_TTL = timedelta(days=30)
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,10 @@ class InterruptRule:
     # Who may decide (``{"roles": [...], "users": [...]}``; None: every owner and admin) and how many must approve.
     reviewers: Mapping[str, list[str]] | None = None
     approvals_required: int = 1
+    # Its calls' deadline (None: ``HANGO_APPROVAL_TTL``) and what the deadline does, as the rule says it (None:
+    # fail the run).
+    ttl: timedelta | None = None
+    on_expiry: Any = None
 
     def matches(self, args: Mapping[str, Any]) -> bool:
         """Whether a call with these arguments must wait for a human."""
@@ -85,20 +99,20 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def validate_rules(config: Any, field: str = "interrupt_on") -> None:
-    """Refuse malformed rules at save time, naming every offending field."""
+def validate_rules(config: Any, field: str = "interrupt_on", *, max_ttl: timedelta = MAX_RULE_TTL) -> None:
+    """Refuse malformed rules at save time, naming every offending field; a deadline may be at most ``max_ttl``."""
     errors: list[FieldError] = []
     if config is None:
         return
     if not isinstance(config, Mapping):
         raise InvalidInput.field(field, "must be an object mapping tool names to rules")
     for tool, rule in config.items():
-        errors += _rule_errors(rule, f"{field}.{tool}")
+        errors += _rule_errors(rule, f"{field}.{tool}", max_ttl)
     if errors:
         raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
 
 
-def _rule_errors(rule: Any, field: str) -> list[FieldError]:
+def _rule_errors(rule: Any, field: str, max_ttl: timedelta = MAX_RULE_TTL) -> list[FieldError]:
     if isinstance(rule, bool):
         return []
     if not isinstance(rule, Mapping):
@@ -116,6 +130,41 @@ def _rule_errors(rule: Any, field: str) -> list[FieldError]:
         errors += _reviewers_errors(rule["reviewers"], f"{field}.reviewers")
     if "approvals_required" in rule:
         errors += _quorum_errors(rule, field)
+    if "ttl" in rule:
+        errors += _ttl_errors(rule["ttl"], f"{field}.ttl", max_ttl)
+    if "on_expiry" in rule:
+        errors += _expiry_errors(rule["on_expiry"], f"{field}.on_expiry", max_ttl)
+    return errors
+
+
+def _ttl_errors(ttl: Any, field: str, max_ttl: timedelta) -> list[FieldError]:
+    problem = f"must be a duration such as 30m, 4h or 2d, longer than zero and at most {_spelt(max_ttl)}"
+    if not isinstance(ttl, str):
+        return [FieldError(field, problem)]
+    try:
+        duration = parse_duration(ttl)
+    except (ValueError, OverflowError):
+        return [FieldError(field, problem)]
+    return [] if timedelta(0) < duration <= max_ttl else [FieldError(field, problem)]
+
+
+def _spelt(duration: timedelta) -> str:
+    seconds = duration.total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def _expiry_errors(on_expiry: Any, field: str, max_ttl: timedelta) -> list[FieldError]:
+    if isinstance(on_expiry, str) and on_expiry in EXPIRY_ACTIONS:
+        return []
+    problem = 'must be "fail", "reject" or {"escalate": {"roles": [...], "users": [...]}, "ttl": "1h"}'
+    if not isinstance(on_expiry, Mapping) or "escalate" not in on_expiry:
+        return [FieldError(field, problem)]
+    errors = [FieldError(f"{field}.{key}", "unknown field") for key in on_expiry if key not in ("escalate", "ttl")]
+    errors += _reviewers_errors(on_expiry["escalate"], f"{field}.escalate")
+    errors += _ttl_errors(on_expiry.get("ttl"), f"{field}.ttl", max_ttl)
     return errors
 
 
@@ -197,7 +246,7 @@ def _expand(rule: Any) -> Any:
         return {"allowed_decisions": list(DECISIONS)}
     default = QUORUM_DECISIONS if "approvals_required" in rule else DECISIONS
     expanded = {"allowed_decisions": list(rule.get("allowed_decisions") or default)}
-    for key in ("when", "reviewers", "approvals_required"):
+    for key in ("when", "reviewers", "approvals_required", "ttl", "on_expiry"):
         if rule.get(key):
             expanded[key] = rule[key]
     return expanded
@@ -214,6 +263,8 @@ def _compiled(rule: Mapping[str, Any]) -> InterruptRule:
         rule.get("when"),
         reviewers=rule.get("reviewers"),
         approvals_required=rule.get("approvals_required", 1),
+        ttl=parse_duration(rule["ttl"]) if rule.get("ttl") else None,
+        on_expiry=rule.get("on_expiry"),
     )
 
 

@@ -6,7 +6,7 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from hango.agent.messages import Message, ToolCall, Usage
@@ -27,7 +27,7 @@ class StateVersionError(HangoError):
 class Decision:
     """A human's decision on one suspended call, as the human-in-the-loop middleware applies it."""
 
-    kind: str  # approve, edit, reject or respond
+    kind: str  # approve, edit, reject, respond, or expire (its deadline passed and its rule rejects it)
     approval_id: str
     args: dict[str, Any] | None = None
     message: str = ""
@@ -177,6 +177,9 @@ class PendingCall:
     reviewers: Mapping[str, list[str]] | None = None
     approvals_required: int = 1
     granted: StandingApproval | None = None
+    # The rule's deadline for the call (None: ``HANGO_APPROVAL_TTL``) and what it does (None: fail the run).
+    ttl: timedelta | None = None
+    on_expiry: Any = None
 
 
 @dataclass(frozen=True)

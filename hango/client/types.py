@@ -115,6 +115,8 @@ class Approval(TypedDict):
     decided_by: str | None
     decided_at: str | None
     execution: Execution  # where an approved call stands; outcome_unknown: its worker stopped mid-call
+    on_expiry: Any  # what its deadline does: "fail", "reject" or {"escalate": {...}, "ttl": "1h"}
+    escalated_at: str | None  # when its first deadline handed it to the escalation's reviewers
     grant_id: str | None  # the standing approval that approved the call without a human
     reviewers: Reviewers | None  # who may decide (the rule's); None: every owner and admin
     approvals_required: int  # distinct approving reviewers the call needs; 1 is a plain decision
@@ -205,7 +207,12 @@ class File(TypedDict):
 
 
 WebhookEventType = Literal[
-    "approval.requested", "approval.decided", "approval.expired", "approval.reminder", "run.finished"
+    "approval.requested",
+    "approval.decided",
+    "approval.expired",
+    "approval.escalated",
+    "approval.reminder",
+    "run.finished",
 ]
 
 

@@ -36,9 +36,10 @@ from hango.telemetry import resumed_links, tracer
 
 
 def decision_of(row: PendingApproval) -> Decision:
-    """The decision of an approval row, as the HITL middleware applies it."""
+    """The decision of an approval row, as the HITL middleware applies it: an approval its deadline rejected is an
+    ``expire``."""
     return Decision(
-        kind=row.decision,
+        kind="expire" if row.state == "expired" else row.decision,
         approval_id=str(row.id),
         args=row.decision_args,
         message=row.decision_message,

@@ -87,6 +87,7 @@ _APPROVAL_NOTIFICATIONS: dict[str, WebhookEventType] = {
     "approval.requested": "approval.requested",
     "approval.decided": "approval.decided",
     "approval.expired": "approval.expired",
+    "approval.escalated": "approval.escalated",
 }
 
 

@@ -11,6 +11,8 @@ transition              from → to                           made by          g
 ``finish``              running → succeeded | failed        worker           this worker's lease
 ``cancel``              queued | running | awaiting → cancelled   API        not finished
 ``expire``              awaiting_approval → failed          beat (sweeper)   still waiting, an approval stale
+``reject_expired``      awaiting_approval → queued | stays  beat (sweeper)   the row lock; a ``reject`` deadline
+``escalate``            awaiting_approval (stays)           beat (sweeper)   the row lock; an ``escalate`` deadline
 ``reclaim_lost``        running → queued | failed           beat (reconciler)  the lease expired
 ======================  ==================================  ===============  =====================================
 
@@ -34,6 +36,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Session
 
 from hango.agent.loop import RunStopped
+from hango.config import parse_duration
 from hango.errors import Conflict, NotAwaitingApproval
 from hango.models import PendingApproval, Run, RunState
 from hango.run import standing
@@ -176,21 +179,56 @@ def requeue_decided(work: Work, run: Run, decided: Sequence[PendingApproval]) ->
     Raises:
         NotAwaitingApproval: the run left ``awaiting_approval`` meanwhile (expired, cancelled, decided).
     """
-    now = datetime.now(UTC)
+    events = [("approval.decided", approval_store.decided_event(row)) for row in decided]
+    moved = _requeue(work, run, events, "approvals decided")
+    work.approvals("approval.decided", decided)
+    return moved
+
+
+def _requeue(work: Work, run: Run, events: Events, reason: str) -> Run:
+    """``awaiting_approval → queued`` with ``events`` before ``run.queued``; enqueued after commit."""
     values: dict[str, Any] = {
         "state": "queued",
         "awaiting_since": None,
-        "updated_at": now,
+        "updated_at": datetime.now(UTC),
         "queue_generation": Add(1),
     }
-    events = [("approval.decided", approval_store.decided_event(row)) for row in decided]
-    events.append(("run.queued", {"reason": "approvals decided"}))
-    moved = _move(work, run.id, AWAITING, values, events)
+    moved = _move(work, run.id, AWAITING, values, [*events, ("run.queued", {"reason": reason})])
     if moved is None:
         raise NotAwaitingApproval(f"run {run.id} is {run.state}, not awaiting approval")
-    work.approvals("approval.decided", decided)
     work.enqueue_after_commit(moved)
     return moved
+
+
+def reject_expired(work: Work, run: Run, rows: Sequence[PendingApproval]) -> Run | None:
+    """Calls whose ``reject`` deadline passed: ``expired``, each answered with an error result when the run resumes;
+    the run is queued (returned) once nothing of its batch waits, and keeps waiting otherwise. The caller holds the
+    run's row lock and has checked that it is ``awaiting_approval``."""
+    for row in rows:
+        row.state, row.expiry_action = "expired", "reject"
+    work.session.flush()
+    events: Events = [("approval.expired", approval_store.expired_event(row)) for row in rows]
+    work.approvals("approval.expired", rows)
+    if approval_store.still_pending(work.session, run):
+        for type_, data in events:
+            work.emit(run, type_, data)
+        return None
+    return _requeue(work, run, events, "approvals expired")
+
+
+def escalate(work: Work, run: Run, rows: Sequence[PendingApproval], now: datetime) -> None:
+    """Calls whose ``escalate`` deadline passed the first time: they stay pending, with the escalation's reviewers
+    and a second deadline (which fails the run). The caller holds the run's row lock."""
+    for row in rows:
+        escalation = row.on_expiry
+        row.reviewers = dict(escalation["escalate"])
+        row.expires_at = now + parse_duration(escalation["ttl"])
+        row.escalated_at = now
+        row.reminded_at = None  # the new reviewers are reminded before the new deadline
+    work.session.flush()
+    for row in rows:
+        work.emit(run, "approval.escalated", approval_store.escalated_event(row))
+    work.approvals("approval.escalated", rows)
 
 
 def decided_waiting(work: Work, run: Run, decided: Sequence[PendingApproval]) -> None:

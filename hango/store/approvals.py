@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, bindparam, func, insert, select, update
+from sqlalchemy import ColumnElement, Select, Table, and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
@@ -18,6 +18,11 @@ from hango.errors import NotFound
 from hango.models import ApprovalVote, PendingApproval, Run
 from hango.pagination import Page, PageRequest, paginate
 from hango.store.runs import get_run, visible_to_bound
+
+
+def deadline(row: PendingApproval, ttl: timedelta) -> datetime:
+    """When an approval expires: its own deadline (a rule's ``ttl``, an escalation), or ``ttl`` after creation."""
+    return row.expires_at if row.expires_at is not None else row.created_at + ttl
 
 
 def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
@@ -33,13 +38,15 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
         "state": row.state,
         "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
         "created_at": row.created_at,
-        "expires_at": row.created_at + ttl,
+        "expires_at": deadline(row, ttl),
         "decision": row.decision or None,
         "decision_args": row.decision_args,
         "decision_message": row.decision_message or None,
         "decided_by": str(row.decided_by) if row.decided_by else None,
         "decided_at": row.decided_at,
         "execution": row.execution,
+        "on_expiry": row.on_expiry or "fail",
+        "escalated_at": row.escalated_at,
         "grant_id": str(row.grant_id) if row.grant_id else None,
         # The approval policy: who may decide (None: every owner and admin), and a quorum's votes so far.
         "reviewers": row.reviewers,
@@ -84,6 +91,27 @@ def decided_event(row: PendingApproval) -> dict[str, Any]:
         "tool_name": row.tool_name,
         "decision": row.decision,
         "decided_by": str(row.decided_by) if row.decided_by else None,
+    }
+
+
+def expired_event(row: PendingApproval) -> dict[str, Any]:
+    """The data of a run's ``approval.expired`` event: a call its deadline rejected (the run goes on)."""
+    return {
+        "approval_id": str(row.id),
+        "tool_call_id": row.tool_call_id,
+        "tool_name": row.tool_name,
+        "action": row.expiry_action,
+    }
+
+
+def escalated_event(row: PendingApproval) -> dict[str, Any]:
+    """The data of a run's ``approval.escalated`` event: who may decide now, and until when."""
+    return {
+        "approval_id": str(row.id),
+        "tool_call_id": row.tool_call_id,
+        "tool_name": row.tool_name,
+        "reviewers": row.reviewers,
+        "expires_at": row.expires_at.isoformat() if row.expires_at else None,
     }
 
 
@@ -144,11 +172,15 @@ def locked_with_approvals(
 
 
 def decided_unanswered(session: Session, run: Run, subagent_call_id: uuid.UUID | None) -> list[PendingApproval]:
-    """A loop's decided approvals; the caller keeps those whose call has no result yet."""
+    """A loop's decided approvals, and those its deadline rejected (``expired`` while the run goes on); the caller
+    keeps those whose call has no result yet."""
     statement = select(PendingApproval).where(
         PendingApproval.tenant_id == run.tenant_id,
         PendingApproval.run_id == run.id,
-        PendingApproval.state == "decided",
+        or_(
+            PendingApproval.state == "decided",
+            and_(PendingApproval.state == "expired", PendingApproval.expiry_action == "reject"),
+        ),
     )
     if subagent_call_id is None:
         statement = statement.where(PendingApproval.subagent_call_id.is_(None))
@@ -187,7 +219,11 @@ def record_executions(session: Session, tenant_id: uuid.UUID, run_id: uuid.UUID,
 
 
 def close_pending(session: Session, run: Run, state: str) -> list[PendingApproval]:
-    """Move a run's pending approvals to ``expired`` or ``cancelled``; returns the rows changed."""
+    """Move a run's pending approvals to ``expired`` (the run failed with them: ``expiry_action`` ``fail``) or
+    ``cancelled``; returns the rows changed."""
+    values: dict[str, Any] = {"state": state}
+    if state == "expired":
+        values["expiry_action"] = "fail"
     statement = (
         update(PendingApproval)
         .where(
@@ -195,23 +231,56 @@ def close_pending(session: Session, run: Run, state: str) -> list[PendingApprova
             PendingApproval.run_id == run.id,
             PendingApproval.state == "pending",
         )
-        .values(state=state)
+        .values(**values)
         .returning(PendingApproval)
     )
-    return list(session.scalars(statement, execution_options={"synchronize_session": False}))
+    options = {"synchronize_session": False, "populate_existing": True}
+    return list(session.scalars(statement, execution_options=options))
 
 
-def stale_runs(session: Session, older_than: datetime, limit: int) -> Sequence[uuid.UUID]:
-    """Runs that have a pending approval created before ``older_than``, oldest first."""
+def _due(now: datetime, older_than: datetime) -> ColumnElement[bool]:
+    """Pending approvals past their deadline: their own, or ``older_than`` for those that follow the default TTL."""
+    return and_(
+        PendingApproval.state == "pending",
+        or_(
+            PendingApproval.expires_at <= now,
+            and_(PendingApproval.expires_at.is_(None), PendingApproval.created_at < older_than),
+        ),
+    )
+
+
+def stale_runs(session: Session, now: datetime, older_than: datetime, limit: int) -> Sequence[uuid.UUID]:
+    """Runs with a pending approval past its deadline (see :func:`due_approvals`), oldest approval first."""
     oldest = func.min(PendingApproval.created_at)
     statement = (
         select(PendingApproval.run_id)
-        .where(PendingApproval.state == "pending", PendingApproval.created_at < older_than)
+        .where(_due(now, older_than))
         .group_by(PendingApproval.run_id)
         .order_by(oldest)
         .limit(limit)
     )
     return list(session.scalars(statement))
+
+
+def due_approvals(session: Session, run: Run, now: datetime, older_than: datetime) -> list[PendingApproval]:
+    """A locked run's pending approvals past their deadline: their own ``expires_at``, or, without one, created
+    before ``older_than`` (``HANGO_APPROVAL_TTL`` ago). Read after the lock, so what a decision changed meanwhile
+    counts."""
+    statement = (
+        select(PendingApproval)
+        .where(PendingApproval.tenant_id == run.tenant_id, PendingApproval.run_id == run.id, _due(now, older_than))
+        .order_by(PendingApproval.created_at, PendingApproval.id)
+        .execution_options(populate_existing=True)
+    )
+    return list(session.scalars(statement))
+
+
+def still_pending(session: Session, run: Run) -> bool:
+    """Whether any approval of the run still waits."""
+    statement = select(PendingApproval.id).where(
+        PendingApproval.tenant_id == run.tenant_id, PendingApproval.run_id == run.id, PendingApproval.state == "pending"
+    )
+    return session.execute(statement.limit(1)).first() is not None
 
 
 _PENDING_COLUMNS = (
@@ -227,6 +296,8 @@ _PENDING_COLUMNS = (
     "subagent_call_id",
     "reviewers",
     "approvals_required",
+    "expires_at",
+    "on_expiry",
 )
 
 
@@ -276,17 +347,6 @@ def record_decisions(session: Session, decided: Sequence[tuple[PendingApproval, 
     for row, values in decided:
         for name, value in {"state": "decided", **values}.items():
             set_committed_value(row, name, value)
-
-
-def has_stale(session: Session, run: Run, older_than: datetime) -> bool:
-    """Whether the run has a pending approval created before ``older_than``."""
-    statement = select(PendingApproval.id).where(
-        PendingApproval.tenant_id == run.tenant_id,
-        PendingApproval.run_id == run.id,
-        PendingApproval.state == "pending",
-        PendingApproval.created_at < older_than,
-    )
-    return session.execute(statement.limit(1)).first() is not None
 
 
 def reread_with_votes(session: Session, run: Run) -> list[PendingApproval]:

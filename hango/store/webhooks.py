@@ -157,9 +157,12 @@ def prune_finished(session: Session, before: datetime, limit: int) -> int:
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
-def take_reminders(session: Session, due_before: datetime, now: datetime, limit: int) -> list[PendingApproval]:
-    """Up to ``limit`` pending approvals created before ``due_before`` and not yet reminded, in tenants with an
-    active ``approval.reminder`` webhook; marked reminded at ``now``."""
+def take_reminders(
+    session: Session, due_before: datetime, deadline_by: datetime, now: datetime, limit: int
+) -> list[PendingApproval]:
+    """Up to ``limit`` pending approvals not yet reminded whose deadline comes by ``deadline_by`` (their own
+    ``expires_at``) or, without one, created before ``due_before``, in tenants with an active ``approval.reminder``
+    webhook; marked reminded at ``now``."""
     subscribed = (
         select(Webhook.id)
         .where(
@@ -175,7 +178,10 @@ def take_reminders(session: Session, due_before: datetime, now: datetime, limit:
             and_(
                 PendingApproval.state == "pending",
                 PendingApproval.reminded_at.is_(None),
-                PendingApproval.created_at <= due_before,
+                or_(
+                    PendingApproval.expires_at <= deadline_by,
+                    and_(PendingApproval.expires_at.is_(None), PendingApproval.created_at <= due_before),
+                ),
             ),
             subscribed,
         )

@@ -220,7 +220,10 @@ def remind(runtime: Runtime) -> int:
     settings = runtime.settings
     now = datetime.now(UTC)
     with unit_of_work(runtime) as work:
-        rows = store.take_reminders(work.session, reminder_window(settings, now), now, settings.webhook_batch)
+        deadline_by = now + settings.approval_remind_before
+        rows = store.take_reminders(
+            work.session, reminder_window(settings, now), deadline_by, now, settings.webhook_batch
+        )
         for row in rows:
             item = approval_item(row, settings.approval_ttl)
             if work.outbox is not None:

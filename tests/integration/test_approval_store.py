@@ -276,7 +276,7 @@ def test_stale_runs_finds_runs_with_a_pending_approval_older_than_the_cutoff(
     with db.transaction() as session:
 
         def stale(minutes: int) -> list[uuid.UUID]:
-            found = approvals.stale_runs(session, LONG_AGO + timedelta(minutes=minutes), 10_000)
+            found = approvals.stale_runs(session, datetime.now(UTC), LONG_AGO + timedelta(minutes=minutes), 10_000)
             return [run_id for run_id in found if run_id in ours]
 
         assert stale(1) == []  # strictly older than the cutoff

@@ -54,8 +54,8 @@ def test_the_approval_series_follow_suspensions_decisions_and_expiries(
         _value(before, "hango_approvals_decisions_total", decision="approve", tool="write_file") + 1
     )
     assert (
-        _value(after, "hango_approvals_expired_total", tool="write_file")
-        >= _value(before, "hango_approvals_expired_total", tool="write_file") + 1
+        _value(after, "hango_approvals_expired_total", action="fail", tool="write_file")
+        >= _value(before, "hango_approvals_expired_total", action="fail", tool="write_file") + 1
     )
     assert (
         _value(after, "hango_approvals_wait_time_seconds_count")
@@ -75,12 +75,14 @@ def test_every_approval_series_of_a_known_tool_exists_at_zero_before_its_first_e
     assert {"write_file", "task", "explode"} <= tools
     for tool in tools:
         assert ("hango_approvals_pending", (("tool", tool),)) in before, tool
-        assert ("hango_approvals_expired_total", (("tool", tool),)) in before, tool
+        for action in ("fail", "reject"):
+            assert ("hango_approvals_expired_total", (("action", action), ("tool", tool))) in before, tool
+        assert ("hango_approvals_escalated_total", (("tool", tool),)) in before, tool
         for decision in DECISIONS:
             assert ("hango_approvals_decisions_total", (("decision", decision), ("tool", tool))) in before
     # No test interrupts ``explode`` but this one: its series are 0 until the first event, then count it.
     assert before[("hango_approvals_pending", (("tool", "explode"),))] == 0
-    assert before[("hango_approvals_expired_total", (("tool", "explode"),))] == 0
+    assert before[("hango_approvals_expired_total", (("action", "fail"), ("tool", "explode")))] == 0
     script = [{"tool_calls": [{"name": "explode", "args": {}, "id": "x"}]}]
     suspended_run(client, tenant, script, tools=["explode"], interrupt_on={"explode": True})
     assert _samples(client)[("hango_approvals_pending", (("tool", "explode"),))] == 1
@@ -88,7 +90,8 @@ def test_every_approval_series_of_a_known_tool_exists_at_zero_before_its_first_e
     expire_stale(Runtime.build(settings.replace(approval_ttl=timedelta(0)), db=db))
     after = _samples(client)
     assert after[("hango_approvals_pending", (("tool", "explode"),))] == 0
-    assert after[("hango_approvals_expired_total", (("tool", "explode"),))] == 1
+    assert after[("hango_approvals_expired_total", (("action", "fail"), ("tool", "explode")))] == 1
+    assert after[("hango_approvals_expired_total", (("action", "reject"), ("tool", "explode")))] == 0
 
 
 def test_the_dashboard_and_alert_rules_use_only_series_hango_exposes(client: FlaskClient) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from hango.agent.interrupts import InterruptRule, compile_rules
+from hango.agent.interrupts import InterruptRule, compile_rules, effective_config, validate_rules
+from hango.errors import InvalidInput
 from hango.models import DECISIONS
 
 
@@ -153,3 +156,38 @@ def test_the_default_rules_protect_memories_and_skills_in_every_spelling() -> No
         assert rules[tool].matches({"file_path": "/memories", "content": "x"})
         assert not rules[tool].matches({"file_path": "/notes.txt", "content": "x"})
     assert "write_file" not in compile_rules({"write_file": False})
+
+
+@pytest.mark.parametrize(
+    ("rule", "field"),
+    [
+        ({"ttl": "soon"}, "interrupt_on.t.ttl"),
+        ({"ttl": 60}, "interrupt_on.t.ttl"),
+        ({"ttl": "0s"}, "interrupt_on.t.ttl"),
+        ({"ttl": "31d"}, "interrupt_on.t.ttl"),
+        ({"on_expiry": "ignore"}, "interrupt_on.t.on_expiry"),
+        ({"on_expiry": {"escalate": {"roles": ["member"]}, "ttl": "1h"}}, "interrupt_on.t.on_expiry.escalate.roles"),
+        ({"on_expiry": {"escalate": {}, "ttl": "1h"}}, "interrupt_on.t.on_expiry.escalate"),
+        ({"on_expiry": {"escalate": {"roles": ["owner"]}}}, "interrupt_on.t.on_expiry.ttl"),
+        ({"on_expiry": {"escalate": {"roles": ["owner"]}, "ttl": "1h", "then": "x"}}, "interrupt_on.t.on_expiry.then"),
+    ],
+)
+def test_a_bad_deadline_or_expiry_action_is_refused_naming_its_field(rule: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        validate_rules({"t": rule})
+    assert field in [error.field for error in refused.value.errors]
+
+
+def test_deadlines_and_expiry_actions_are_kept_shown_and_compiled() -> None:
+    escalate = {"escalate": {"roles": ["owner"], "users": [str(uuid.uuid4())]}, "ttl": "1h"}
+    rules = {"a": {"ttl": "4h", "on_expiry": "reject"}, "b": {"on_expiry": escalate}, "c": True}
+    validate_rules(rules)
+    shown = effective_config(rules)
+    assert (shown["a"]["ttl"], shown["a"]["on_expiry"], shown["b"]["on_expiry"]) == ("4h", "reject", escalate)
+    assert "ttl" not in shown["c"]
+    assert "on_expiry" not in shown["c"]
+    compiled = compile_rules(rules)
+    assert (compiled["a"].ttl, compiled["a"].on_expiry) == (timedelta(hours=4), "reject")
+    assert (compiled["b"].ttl, compiled["b"].on_expiry, compiled["c"].on_expiry) == (None, escalate, None)
+    with pytest.raises(InvalidInput):
+        validate_rules({"a": {"ttl": "2h"}}, max_ttl=timedelta(hours=1))

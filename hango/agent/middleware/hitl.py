@@ -8,7 +8,9 @@ before ``before_run``, and this middleware applies each one when the batch is re
 - ``approve``: run the call as the model asked;
 - ``edit``: run it with the human's arguments (checked again against the schema and the rule's scope);
 - ``reject``: do not run it; an error result carrying the human's message;
-- ``respond``: do not run it; the human's message is the result.
+- ``respond``: do not run it; the human's message is the result;
+- ``expire`` (nobody decided before the deadline of a rule with ``on_expiry: reject``): do not run it; the error
+  result :data:`EXPIRED_REJECTION`.
 
 An approved call runs at most once unless its tool says it may run again. Its approval's ``execution`` becomes
 ``executing`` in a transaction of its own that commits before the tool starts, and ``done`` with the batch's
@@ -42,6 +44,7 @@ from hango.errors import HangoError
 
 log = logging.getLogger(__name__)
 OUTCOME_UNKNOWN = "outcome unknown: the worker stopped while this call ran"
+EXPIRED_REJECTION = "approval expired: no reviewer decided in time"
 
 
 class UnappliedDecisions(HangoError):
@@ -84,6 +87,8 @@ class HumanInTheLoop(Middleware):
             reviewers=rule.reviewers,
             approvals_required=rule.approvals_required,
             granted=_granted(request, rule),
+            ttl=rule.ttl,
+            on_expiry=rule.on_expiry,
         )
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
@@ -111,6 +116,8 @@ class HumanInTheLoop(Middleware):
             return ToolResult(call.id, rejection_text(decision.message), is_error=True)
         if decision.kind == "respond":
             return ToolResult(call.id, decision.message)
+        if decision.kind == "expire":
+            return ToolResult(call.id, EXPIRED_REJECTION, is_error=True)
         if decision.execution == "executing" and not (request.tool is not None and request.tool.idempotent):
             log.warning("an approved call was running when its worker stopped", extra={"tool": call.name})
             request.scope.state.executions[decision.approval_id] = "outcome_unknown"
