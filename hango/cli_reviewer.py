@@ -185,6 +185,9 @@ def approvals_show(approval_id: str, url: str, token: str, as_json: bool) -> Non
     click.echo(f"{'arguments:':<19}{json.dumps(approval['arguments'], indent=2, sort_keys=True)}")
     if approval.get("reviewers"):
         click.echo(f"{'reviewers:':<19}{display(approval['reviewers'])}")
+    for key in ("on_expiry", "escalated_at"):
+        if approval.get(key) not in (None, "fail"):
+            click.echo(f"{key + ':':<19}{display(shown[key])}")
     if approval.get("approvals_required", 1) > 1:
         click.echo(f"{'votes:':<19}{_tally(approval)}")
         for vote in approval["votes"]:

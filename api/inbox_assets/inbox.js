@@ -210,6 +210,7 @@
       "/v1/approvals/events",
       (type, item) => {
         if (!wanted(item)) return false;
+        if (type === "approval.escalated") settle(item);
         if (item.state === "pending") upsert(list, item);
         else remove(list, item);
         refreshEmpty(list, empty, only);
@@ -301,12 +302,28 @@
       const text = [...roles, ...users].join(", ");
       facts.push(element("dt", { text: "Reviewers" }), element("dd", { "data-field": "reviewers", text }));
     }
+    if (item.escalated_at) {
+      const text = `escalated ${ago(new Date(item.escalated_at))} ago; its next deadline fails the run`;
+      facts.push(element("dt", { text: "Escalation" }), element("dd", { "data-field": "escalated", text }));
+    } else if (item.on_expiry && item.on_expiry !== "fail") {
+      const text = expiryText(item.on_expiry);
+      facts.push(element("dt", { text: "On expiry" }), element("dd", { "data-field": "on-expiry", text }));
+    }
     if (item.approvals_required > 1) {
       const approvals = (item.votes || []).filter((vote) => vote.vote === "approve").length;
       const text = `${approvals} of ${item.approvals_required}`;
       facts.push(element("dt", { text: "Approvals" }), element("dd", { "data-field": "votes", text }));
     }
     return facts;
+  }
+
+  // What the deadline does, for a reviewer: the run fails, the call is refused, or other reviewers take over.
+  function expiryText(onExpiry) {
+    if (onExpiry === "reject") return "the call is rejected and the run goes on";
+    const to = onExpiry.escalate || {};
+    const users = (to.users || []).map((id) => page.users.get(id) || id);
+    const names = [...(to.roles || []).map((role) => `${role}s`), ...users];
+    return `escalated to ${names.join(", ")} for ${onExpiry.ttl}`;
   }
 
   function decidedText(item) {
