@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,9 @@ from flask.testing import FlaskClient
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from hango.config import Settings
+from hango.db import Database
+from hango.run.expiry import expire_run
+from hango.run.runtime import Runtime
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, tool_results, write_memory
 from tests.support.processes import api_server
@@ -326,3 +331,23 @@ def test_a_reviewer_sends_the_calls_that_are_theirs_when_the_rest_belong_to_othe
     states = {a["tool_call_id"]: a["state"] for a in pending(client, tenant.owner, run_id, "all")}
     assert states == {"mine": "decided", "theirs": "pending"}
     expect(page.get_by_role("article", name="count")).to_contain_text(admin.email)
+
+
+def test_a_card_says_what_its_deadline_does_and_is_redrawn_live_when_it_escalates(
+    page: Page, server: str, settings: Settings, db: Database, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    admin = tenant.add("admin")
+    escalate = {"escalate": {"users": [str(admin.user_id)]}, "ttl": "1h"}
+    rule = {"write_file": {"ttl": "10m", "on_expiry": escalate}}
+    run_id = suspended_run(client, tenant, SCRIPT, interrupt_on=rule)
+    _sign_in(page, server, tenant.owner)
+    card = _approval(page)
+    expect(card).to_contain_text(f"escalated to {admin.email} for 1h")
+    expect(card.locator('[data-field="expiry"]')).to_contain_text("in 10 min")
+
+    [item] = pending(client, tenant.owner, run_id)
+    later = datetime.fromisoformat(item["expires_at"]) + timedelta(seconds=1)
+    runtime = Runtime.build(settings, db=db)
+    assert expire_run(runtime, uuid.UUID(run_id), later - settings.approval_ttl, "0" * 32, now=later)
+    expect(card).to_contain_text("its next deadline fails the run", timeout=LIVE)  # by the tenant stream
+    expect(card).to_contain_text(admin.email)  # the new reviewer
