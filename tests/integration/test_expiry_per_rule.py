@@ -161,6 +161,27 @@ def test_reject_in_a_batch_with_an_approved_sibling_answers_both_and_the_run_suc
     assert _metric(own, "hango_approvals_expired_total", tool="slow_count", action="reject") == before + 1
 
 
+def test_reject_while_a_sibling_still_waits_keeps_the_run_waiting_until_it_is_decided(
+    own: FlaskClient, tenant: TenantFixture, db: Database
+) -> None:
+    approved, rejected = uuid.uuid4().hex, uuid.uuid4().hex
+    rules = {"count": {"ttl": "1h"}, "slow_count": {"ttl": "1s", "on_expiry": "reject"}}
+    calls = [_count(approved, "a"), {"name": "slow_count", "args": {"key": rejected, "seconds": 0}, "id": "b"}]
+    run_id = _suspended(own, tenant, [{"tool_calls": calls}, {"text": "carried on"}], rules)
+    wait_until(lambda: [i for i in pending(own, tenant.owner, run_id, "expired") if i["tool_call_id"] == "b"] or None)
+    # Rejected, but the run is not re-queued while its sibling waits.
+    assert own.get(f"/v1/runs/{run_id}", headers=tenant.owner.headers).json["state"] == "awaiting_approval"
+    assert event_types(db, run_id).count("run.queued") == 1
+    assert [item["tool_call_id"] for item in pending(own, tenant.owner, run_id)] == ["a"]
+    assert decide(own, tenant.owner, run_id, {"tool_call_id": "a", "decision": "approve"}).status_code == 200
+    assert finished(own, tenant.owner, run_id)["state"] == "succeeded"
+    results = tool_results(own, tenant.owner, run_id)
+    assert (executions(approved), executions(rejected)) == (1, 0)
+    assert (results["b"]["content"], results["b"]["is_error"]) == (EXPIRED_REJECTION, True)
+    assert not results["a"]["is_error"]
+    assert event_types(db, run_id).count("run.queued") == 2
+
+
 # escalate
 
 
