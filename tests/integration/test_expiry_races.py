@@ -139,14 +139,18 @@ def test_a_decision_by_a_reviewer_of_both_sets_racing_escalate_makes_one_transit
     assert len(audit_rows(db, tenant.id, "approval.escalate")) == escalations
 
 
+@pytest.mark.parametrize("reserved", [True, False], ids=["rule-names-reviewers", "rule-open-to-every-admin"])
 def test_a_decision_by_an_old_reviewer_racing_escalate_is_either_decided_or_refused(
-    app: Flask, tenant: TenantFixture, db: Database, sweeper: Runtime
+    app: Flask, tenant: TenantFixture, db: Database, sweeper: Runtime, reserved: bool
 ) -> None:
-    """The harder race: the escalation takes the call away from the reviewer who is deciding it."""
+    """The harder race: the escalation takes the call away from the reviewer who is deciding it. Without reviewers
+    on the rule, only the approvals read again after the lock (for a rule with ``on_expiry``) see the escalation."""
     client = app.test_client()
     old, new = tenant.add("admin"), tenant.add("admin")
     escalation = {"escalate": {"users": [str(new.user_id)]}, "ttl": "1h"}
-    rule = {"ttl": "1h", "reviewers": {"users": [str(old.user_id)]}, "on_expiry": escalation}
+    rule: dict[str, Any] = {"ttl": "1h", "on_expiry": escalation}
+    if reserved:
+        rule["reviewers"] = {"users": [str(old.user_id)]}
     for run_id, key in _suspended(app, tenant, rule):
         status, escalated = _race(db, run_id, [_decide(app, old, run_id), _expire(sweeper, run_id)])
         types = event_types(db, run_id)
