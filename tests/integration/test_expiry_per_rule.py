@@ -173,6 +173,11 @@ def test_reject_while_a_sibling_still_waits_keeps_the_run_waiting_until_it_is_de
     assert own.get(f"/v1/runs/{run_id}", headers=tenant.owner.headers).json["state"] == "awaiting_approval"
     assert event_types(db, run_id).count("run.queued") == 1
     assert [item["tool_call_id"] for item in pending(own, tenant.owner, run_id)] == ["a"]
+    # The expired call can no longer be decided, and a refused request stores nothing.
+    late = {"tool_call_id": "b", "decision": "approve"}
+    refused = decide(own, tenant.owner, run_id, {"tool_call_id": "a", "decision": "approve"}, late)
+    assert refused.status_code == 409, refused.json
+    assert [item["tool_call_id"] for item in pending(own, tenant.owner, run_id)] == ["a"]
     assert decide(own, tenant.owner, run_id, {"tool_call_id": "a", "decision": "approve"}).status_code == 200
     assert finished(own, tenant.owner, run_id)["state"] == "succeeded"
     results = tool_results(own, tenant.owner, run_id)
