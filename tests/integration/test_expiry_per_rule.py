@@ -295,3 +295,30 @@ def test_the_agent_shows_ttl_and_on_expiry_and_refuses_bad_values_naming_the_fie
         )
         assert response.status_code == 400, (rule, response.json)
         assert field in [error["field"] for error in response.json["errors"]], (rule, response.json)
+
+
+def test_reject_inside_a_subagent_answers_the_childs_call_and_the_parent_goes_on(
+    own: FlaskClient, tenant: TenantFixture, db: Database
+) -> None:
+    key = uuid.uuid4().hex
+    child = {
+        "name": "counter",
+        "description": "the counter",
+        "system_prompt": "You count.",
+        "tools": ["count"],
+        "model": {"provider": "scripted", "script": [{"tool_calls": [_count(key)]}, {"text": "child done"}]},
+        "interrupt_on": {"count": {"ttl": "1s", "on_expiry": "reject"}},
+    }
+    task = {"name": "task", "args": {"subagent_type": "counter", "description": "count"}, "id": "t"}
+    agent_id = create_agent(
+        own, tenant.owner, [{"tool_calls": [task]}, {"text": "done"}], tools=["count", "task"], subagents=[child]
+    )
+    run_id = start_run(own, tenant.owner, agent_id)
+    run = finished(own, tenant.owner, run_id)
+    assert (run["state"], run["error"]) == ("succeeded", None)
+    results = tool_results(own, tenant.owner, run_id)
+    assert (results["c"]["content"], results["c"]["is_error"]) == (EXPIRED_REJECTION, True)
+    assert (results["t"]["content"], results["t"]["is_error"]) == ("child done", False)
+    assert executions(key) == 0
+    [approval] = pending(own, tenant.owner, run_id, "all")
+    assert (approval["state"], approval["subagent_call_id"] is not None) == ("expired", True)
