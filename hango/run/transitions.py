@@ -159,6 +159,9 @@ def suspend(
     if trace_context is not None:
         values["trace_context"] = trace_context
     for row in approvals:  # what the stored rows will hold, for the approval stream's events
+        if row.expires_at is not None and row.created_at is not None:
+            # A rule's deadline counts from the creation time stored, not from when the row was built.
+            row.expires_at = now + (row.expires_at - row.created_at)
         row.created_at = now
     # A call a standing approval covers is stored decided: it waits with the batch, for nobody.
     pending = [row for row in approvals if row.state == "pending"]
