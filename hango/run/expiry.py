@@ -84,7 +84,6 @@ class Expiry:
     failed: list[PendingApproval] = field(default_factory=list)
     rejected: list[PendingApproval] = field(default_factory=list)
     escalated: list[PendingApproval] = field(default_factory=list)
-    requeued: bool = False
 
 
 def expire_run(
@@ -121,7 +120,7 @@ def _apply(work: Work, run: Run, due: Sequence[PendingApproval], now: datetime) 
     if expiry.escalated:
         transitions.escalate(work, run, expiry.escalated, now)
     if expiry.rejected:
-        expiry.requeued = transitions.reject_expired(work, run, expiry.rejected) is not None
+        transitions.reject_expired(work, run, expiry.rejected)
     return expiry
 
 
