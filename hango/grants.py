@@ -222,8 +222,10 @@ def live_grant(
     tool_name: str,
     arguments: Mapping[str, Any],
     now: datetime,
+    not_by: uuid.UUID | None = None,
 ) -> Grant | None:
-    """The oldest active grant that approves this call, or None.
+    """The oldest active grant that approves this call, or None; never one created by ``not_by`` (the run's
+    creator, in a tenant that forbids self-approval: their grant would be their own approval by proxy).
 
     Ask only where a rule would suspend the call, and never for a rule with ``approvals_required`` above 1. One
     indexed statement; ``when`` is matched with the interrupt rules' own matcher (paths normalised). The grants
@@ -234,6 +236,7 @@ def live_grant(
     found = store.candidates(
         session, tenant_id=tenant_id, agent_id=agent_id, run_id=run_id, tool_name=tool_name, now=now
     )
+    usable = [grant for grant in found if grant.created_by != not_by]
     return next(
-        (grant for grant in found if InterruptRule(allowed_decisions=(), when=grant.when).matches(arguments)), None
+        (grant for grant in usable if InterruptRule(allowed_decisions=(), when=grant.when).matches(arguments)), None
     )

@@ -36,6 +36,7 @@ from hango.store.audit import insert_audit_events
 from hango.store.files import SqlFileSystem
 from hango.store.messages import insert_messages, message_json, to_message
 from hango.store.runs import Add, RunCounters
+from hango.store.tenants import allows_self_approval
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +180,7 @@ class RunPersistence:
         self.tenant_id = run.tenant_id
         self.agent_id = run.agent_id
         self.run_id = run.id
+        self.run_creator = run.created_by
         self.subagent_call_id = subagent_call_id
         self.agent: dict[str, Any] = dict(run.agent_snapshot)
         self.extras: Mapping[str, Any] = extras or {}
@@ -211,8 +213,10 @@ class RunPersistence:
             work.numbered(run, [("tool.started", {"tool_call_id": call.id, "tool_name": call.name})])
 
     def standing_approval(self, call: ToolCall) -> StandingApproval | None:
-        """The live grant that approves this call of the run's agent (one indexed read), if any."""
+        """The live grant that approves this call of the run's agent, if any: one indexed read, and one of the
+        tenant's policy (without self-approval, the run's creator's own grants do not apply to their run)."""
         with self._runtime.db.read() as session:
+            forbidden = None if allows_self_approval(session, self.tenant_id) else self.run_creator
             grant = live_grant(
                 session,
                 tenant_id=self.tenant_id,
@@ -221,6 +225,7 @@ class RunPersistence:
                 tool_name=call.name,
                 arguments=call.input,
                 now=datetime.now(UTC),
+                not_by=forbidden,
             )
         return None if grant is None else StandingApproval(grant.id, grant.created_by)
 

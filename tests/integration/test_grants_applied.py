@@ -213,3 +213,20 @@ def test_a_grant_made_through_the_api_applies_until_revoked_there_and_every_step
     assert [row.target_id for row in audit_rows(db, tenant.id, "grant.create")] == [grant_id]
     assert [row.detail["grant_id"] for row in audit_rows(db, tenant.id, "approval.auto_approve")] == [grant_id]
     assert [row.target_id for row in audit_rows(db, tenant.id, "grant.revoke")] == [grant_id]
+
+
+def test_without_self_approval_a_run_creators_own_grant_does_not_approve_their_run(
+    client: FlaskClient, tenant: TenantFixture, db: Database
+) -> None:
+    assert client.put("/v1/tenant", json={"self_approval": False}, headers=tenant.owner.headers).status_code == 200
+    admin = tenant.add("admin")
+    key = uuid.uuid4().hex
+    agent_id = _agent(client, tenant, [_count("c", key)])
+    _grant(db, tenant, agent_id, tenant.owner, None)
+    own = start_run(client, tenant.owner, agent_id)
+    assert _settled(client, tenant, own) == "awaiting_approval", "the creator approved their own run by a grant"
+
+    theirs = _grant(db, tenant, agent_id, admin, None)
+    run_id = start_run(client, tenant.owner, agent_id)
+    assert _settled(client, tenant, run_id) == "succeeded"
+    assert _rows(db, run_id)["c"].grant_id == theirs
