@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from hango.agent.interrupts import InterruptRule, _matcher_errors
+from hango.agent.interrupts import InterruptRule, matcher_errors
 from hango.auth import Principal
 from hango.config import Settings, parse_duration
 from hango.errors import Conflict, FieldError, InvalidInput
@@ -95,7 +95,7 @@ def when_errors(when: Any, settings: Settings, field: str = "when") -> list[Fiel
         return [FieldError(field, f"is {size} bytes of JSON, over {limit} (HANGO_GRANT_MAX_WHEN_BYTES)")]
     errors: list[FieldError] = []
     for argument, matcher in when.items():
-        errors += _matcher_errors(matcher, f"{field}.{argument}")
+        errors += matcher_errors(matcher, f"{field}.{argument}")
     return errors
 
 

@@ -125,7 +125,7 @@ def _rule_errors(rule: Any, field: str, max_ttl: timedelta = MAX_RULE_TTL) -> li
             errors.append(FieldError(f"{field}.when", "must be a non-empty object mapping argument names to matchers"))
         else:
             for argument, matcher in when.items():
-                errors += _matcher_errors(matcher, f"{field}.when.{argument}")
+                errors += matcher_errors(matcher, f"{field}.when.{argument}")
     if "reviewers" in rule:
         errors += _reviewers_errors(rule["reviewers"], f"{field}.reviewers")
     if "approvals_required" in rule:
@@ -216,7 +216,8 @@ def _quorum_errors(rule: Mapping[str, Any], field: str) -> list[FieldError]:
     return []
 
 
-def _matcher_errors(matcher: Any, field: str) -> list[FieldError]:
+def matcher_errors(matcher: Any, field: str) -> list[FieldError]:
+    """What is wrong with one ``when`` matcher (a rule's, or a grant's), named under ``field``."""
     if not isinstance(matcher, Mapping) or len(matcher) != 1:
         return [FieldError(field, f"must be an object with exactly one of {', '.join(MATCHERS)}")]
     kind, value = next(iter(matcher.items()))

@@ -36,11 +36,6 @@ class Decision:
     # ``executing`` means a worker died while it ran.
     execution: str = "not_started"
 
-    @property
-    def runs_tool(self) -> bool:
-        """Whether this decision runs the call (approve, edit) rather than answering it (reject, respond)."""
-        return self.kind in ("approve", "edit")
-
     def changes_arguments(self, original: Any) -> bool:
         """Whether this decision runs the call with other arguments than ``original`` (the model's)."""
         return self.kind == "edit" and arguments_changed(original, self.args)
