@@ -70,12 +70,15 @@ def approval_item(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
     return item
 
 
+def _call(row: PendingApproval) -> dict[str, Any]:
+    """What every approval event of a run names: the approval and its call."""
+    return {"approval_id": str(row.id), "tool_call_id": row.tool_call_id, "tool_name": row.tool_name}
+
+
 def requested_event(row: PendingApproval) -> dict[str, Any]:
     """The data of an ``approval.requested`` event."""
     return {
-        "approval_id": str(row.id),
-        "tool_call_id": row.tool_call_id,
-        "tool_name": row.tool_name,
+        **_call(row),
         "arguments": row.arguments,
         "arguments_sha256": sha256_hex(row.arguments),
         "allowed_decisions": list(row.allowed_decisions),
@@ -86,9 +89,7 @@ def requested_event(row: PendingApproval) -> dict[str, Any]:
 def decided_event(row: PendingApproval) -> dict[str, Any]:
     """The data of an ``approval.decided`` event (never the edited arguments or the human's message)."""
     return {
-        "approval_id": str(row.id),
-        "tool_call_id": row.tool_call_id,
-        "tool_name": row.tool_name,
+        **_call(row),
         "decision": row.decision,
         "decided_by": str(row.decided_by) if row.decided_by else None,
     }
@@ -97,9 +98,7 @@ def decided_event(row: PendingApproval) -> dict[str, Any]:
 def expired_event(row: PendingApproval) -> dict[str, Any]:
     """The data of a run's ``approval.expired`` event: a call its deadline rejected (the run goes on)."""
     return {
-        "approval_id": str(row.id),
-        "tool_call_id": row.tool_call_id,
-        "tool_name": row.tool_name,
+        **_call(row),
         "action": row.expiry_action,
     }
 
@@ -107,9 +106,7 @@ def expired_event(row: PendingApproval) -> dict[str, Any]:
 def escalated_event(row: PendingApproval) -> dict[str, Any]:
     """The data of a run's ``approval.escalated`` event: who may decide now, and until when."""
     return {
-        "approval_id": str(row.id),
-        "tool_call_id": row.tool_call_id,
-        "tool_name": row.tool_name,
+        **_call(row),
         "reviewers": row.reviewers,
         "expires_at": row.expires_at.isoformat() if row.expires_at else None,
     }
