@@ -78,6 +78,11 @@ class Approval(ma.Schema):
     escalated_at = fields.DateTime(
         allow_none=True, required=True, metadata={"description": "when the first deadline escalated the call"}
     )
+    description = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "why the call waits, in the words of the rule that held it; null: it gives none"},
+    )
     reviewers = fields.Nested(
         Reviewers,
         allow_none=True,

@@ -183,6 +183,8 @@ def approvals_show(approval_id: str, url: str, token: str, as_json: bool) -> Non
     for key in (*shown_keys, "arguments_sha256"):
         click.echo(f"{key + ':':<19}{display(shown[key])}")
     click.echo(f"{'arguments:':<19}{json.dumps(approval['arguments'], indent=2, sort_keys=True)}")
+    if approval.get("description"):
+        click.echo(f"{'why it waits:':<19}{approval['description']}")
     if approval.get("reviewers"):
         click.echo(f"{'reviewers:':<19}{display(approval['reviewers'])}")
     for key in ("on_expiry", "escalated_at"):

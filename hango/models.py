@@ -24,6 +24,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     func,
     text,
     true,
@@ -411,6 +412,8 @@ class PendingApproval(Base):
     escalated_at: Mapped[datetime | None] = mapped_column(nullable=True)
     # What its expiry did: ``fail`` (the run failed with it) or ``reject`` (the call got an error, the run went on).
     expiry_action: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Why the call waits, in the words of the rule that held it (migration 0009); null: the rule gave none.
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
     # The standing approval that decided this call without a human, if one did.
     grant_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("grants.id", ondelete="SET NULL"), nullable=True)
     # A quorum's votes, oldest first (written in Core by the decision service, hence read-only here). Loaded in
@@ -458,6 +461,9 @@ class Grant(Base):
     tool_name: Mapped[str] = mapped_column(Text, nullable=False)
     # Matchers as in an interrupt rule's ``when``; null matches every call of the tool.
     when: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    # A ``remember`` of exactly one call (migration 0009): ``when`` pins each of its arguments, defaults filled in,
+    # and a call with any argument ``when`` does not name does not match.
+    exact: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
     run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=True)
     created_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), nullable=False)
     created_at: Mapped[datetime] = _created_at()

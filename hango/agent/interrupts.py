@@ -35,9 +35,14 @@ from hango.models import DECISIONS
 
 PATH_ARGUMENTS = frozenset({"file_path", "path"})
 MATCHERS = ("equals", "prefix", "size_over")
-_PROTECTED = {"when": {"file_path": {"prefix": ["/memories/", "/skills/"]}}}
+_PROTECTED = {
+    "when": {"file_path": {"prefix": ["/memories/", "/skills/"]}},
+    "description": "Writes to the agent's persistent memories and skills need a reviewer.",
+}
 DEFAULT_RULES: dict[str, Any] = {"write_file": _PROTECTED, "edit_file": _PROTECTED}
-RULE_FIELDS = ("allowed_decisions", "when", "reviewers", "approvals_required", "ttl", "on_expiry")
+RULE_FIELDS = ("allowed_decisions", "when", "reviewers", "approvals_required", "ttl", "on_expiry", "description")
+# A rule's ``description`` is shown to every reviewer of its calls: a sentence or two, not a document.
+MAX_DESCRIPTION_CHARS = 1000
 # Members never decide, so a rule can only narrow the deciding roles.
 REVIEWER_ROLES = ("owner", "admin")
 # What a quorum can do: N approvals run the call, one rejection refuses it. An edit or an answer is one person's.
@@ -62,6 +67,8 @@ class InterruptRule:
     # fail the run).
     ttl: timedelta | None = None
     on_expiry: Any = None
+    # Why its calls wait, in the rule's own words (None: it gives none), shown to their reviewers.
+    description: str | None = None
 
     def matches(self, args: Mapping[str, Any]) -> bool:
         """Whether a call with these arguments must wait for a human."""
@@ -134,7 +141,17 @@ def _rule_errors(rule: Any, field: str, max_ttl: timedelta = MAX_RULE_TTL) -> li
         errors += _ttl_errors(rule["ttl"], f"{field}.ttl", max_ttl)
     if "on_expiry" in rule:
         errors += _expiry_errors(rule["on_expiry"], f"{field}.on_expiry", max_ttl)
+    if "description" in rule:
+        errors += _description_errors(rule["description"], f"{field}.description")
     return errors
+
+
+def _description_errors(description: Any, field: str) -> list[FieldError]:
+    if not isinstance(description, str) or not description.strip():
+        return [FieldError(field, "must be a non-empty string")]
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        return [FieldError(field, f"must be at most {MAX_DESCRIPTION_CHARS} characters")]
+    return []
 
 
 def _ttl_errors(ttl: Any, field: str, max_ttl: timedelta) -> list[FieldError]:
@@ -247,7 +264,7 @@ def _expand(rule: Any) -> Any:
         return {"allowed_decisions": list(DECISIONS)}
     default = QUORUM_DECISIONS if "approvals_required" in rule else DECISIONS
     expanded = {"allowed_decisions": list(rule.get("allowed_decisions") or default)}
-    for key in ("when", "reviewers", "approvals_required", "ttl", "on_expiry"):
+    for key in ("when", "reviewers", "approvals_required", "ttl", "on_expiry", "description"):
         if rule.get(key):
             expanded[key] = rule[key]
     return expanded
@@ -266,12 +283,20 @@ def _compiled(rule: Mapping[str, Any]) -> InterruptRule:
         approvals_required=rule.get("approvals_required", 1),
         ttl=parse_duration(rule["ttl"]) if rule.get("ttl") else None,
         on_expiry=rule.get("on_expiry"),
+        description=rule.get("description"),
     )
 
 
 def overridden_defaults(user: Mapping[str, Any] | None) -> list[str]:
     """Default rules the user's configuration replaces or removes: each is logged and audited at save time."""
-    return sorted(tool for tool in DEFAULT_RULES if tool in (user or {}) and (user or {})[tool] != DEFAULT_RULES[tool])
+    given = user or {}
+    return sorted(tool for tool in DEFAULT_RULES if tool in given and not _is_default(tool, given[tool]))
+
+
+def _is_default(tool: str, rule: Any) -> bool:
+    # The default rule written out again, with or without its description, replaces nothing.
+    default = DEFAULT_RULES[tool]
+    return isinstance(rule, Mapping) and rule.get("when") == default["when"] and {**default, **rule} == default
 
 
 @dataclass(frozen=True)

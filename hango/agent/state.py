@@ -175,6 +175,8 @@ class PendingCall:
     # The rule's deadline for the call (None: ``HANGO_APPROVAL_TTL``) and what it does (None: fail the run).
     ttl: timedelta | None = None
     on_expiry: Any = None
+    # Why it waits, from its rule (None: the rule gives no description).
+    description: str | None = None
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,7 @@ class Approval(TypedDict):
     on_expiry: Any  # what its deadline does: "fail", "reject" or {"escalate": {...}, "ttl": "1h"}
     escalated_at: str | None  # when its first deadline handed it to the escalation's reviewers
     grant_id: str | None  # the standing approval that approved the call without a human
+    description: str | None  # why the call waits, in its rule's words (None: the rule gives none)
     reviewers: Reviewers | None  # who may decide (the rule's); None: every owner and admin
     approvals_required: int  # distinct approving reviewers the call needs; 1 is a plain decision
     votes: list[ApprovalVote]  # a quorum's votes so far, oldest first

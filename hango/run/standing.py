@@ -63,6 +63,7 @@ def _row(
         # A rule's own deadline; without one the approval follows HANGO_APPROVAL_TTL.
         expires_at=now + pending.ttl if pending.ttl is not None else None,
         on_expiry=pending.on_expiry,
+        description=pending.description,
     )
     if pending.granted is not None:
         row.state, row.decision, row.decision_message = "decided", "approve", ""

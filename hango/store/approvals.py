@@ -48,6 +48,8 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
         "on_expiry": row.on_expiry or "fail",
         "escalated_at": row.escalated_at,
         "grant_id": str(row.grant_id) if row.grant_id else None,
+        # Why the call waits, from its rule (null: the rule gives no description).
+        "description": row.description,
         # The approval policy: who may decide (None: every owner and admin), and a quorum's votes so far.
         "reviewers": row.reviewers,
         "approvals_required": row.approvals_required or 1,

@@ -25,7 +25,10 @@ from hango.models import DECISIONS
 
 EVERY_DECISION = ", ".join(DECISIONS)
 MATCHERS = "equals, prefix, size_over"
-PROTECTED = {"when": {"file_path": {"prefix": ["/memories/", "/skills/"]}}}
+PROTECTED = {
+    "when": {"file_path": {"prefix": ["/memories/", "/skills/"]}},
+    "description": "Writes to the agent's persistent memories and skills need a reviewer.",
+}
 
 
 def _errors(config: Any, field: str = "interrupt_on") -> list[FieldError]:
@@ -164,8 +167,20 @@ def test_compiled_rules_carry_the_decisions_and_the_when() -> None:
     rules = compile_rules({"shell": {"allowed_decisions": ["approve", "reject"]}, "edit_file": False})
     assert rules == {
         "shell": InterruptRule(("approve", "reject"), None),
-        "write_file": InterruptRule(tuple(DECISIONS), PROTECTED["when"]),
+        "write_file": InterruptRule(tuple(DECISIONS), PROTECTED["when"], description=PROTECTED["description"]),
     }
+
+
+def test_a_rule_carries_its_description_and_a_long_one_is_refused() -> None:
+    rules = compile_rules({"shell": {"description": "Shell commands touch the host."}})
+    assert rules["shell"].description == "Shell commands touch the host."
+    assert _errors({"shell": {"description": "x" * 1001}}) == [
+        FieldError("interrupt_on.shell.description", "must be at most 1000 characters")
+    ]
+    assert _errors({"shell": {"description": " "}}) == [
+        FieldError("interrupt_on.shell.description", "must be a non-empty string")
+    ]
+    validate_rules({"shell": {"description": "x" * 1000}})
 
 
 @pytest.mark.parametrize(
@@ -175,6 +190,8 @@ def test_compiled_rules_carry_the_decisions_and_the_when() -> None:
         ({}, []),
         ({"shell": False}, []),
         ({"write_file": DEFAULT_RULES["write_file"]}, []),  # restating a default overrides nothing
+        ({"write_file": {"when": PROTECTED["when"]}}, []),  # without its description too
+        ({"write_file": {"description": PROTECTED["description"]}}, ["write_file"]),  # every write, not the default
         ({"write_file": False}, ["write_file"]),
         (
             {"edit_file": True, "write_file": {"when": {"file_path": {"prefix": "/memories/"}}}},

@@ -89,6 +89,7 @@ class HumanInTheLoop(Middleware):
             granted=_granted(request, rule),
             ttl=rule.ttl,
             on_expiry=rule.on_expiry,
+            description=rule.description,
         )
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:
