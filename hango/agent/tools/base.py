@@ -110,6 +110,14 @@ class Tool:
         errors = sorted(validator.iter_errors(args), key=lambda error: list(error.absolute_path))
         return [(_field(error.absolute_path), error.message) for error in errors]
 
+    def argument_refusal(self, args: Any) -> str | None:
+        """The error result a call with ``args`` gets when they violate the parameters schema; ``None`` when valid."""
+        errors = self.argument_errors(args)
+        if not errors:
+            return None
+        detail = "; ".join(f"{field or 'arguments'}: {message}" for field, message in errors)
+        return f"invalid arguments for {self.name}: {detail}"
+
 
 def _field(path: Iterable[Any]) -> str:
     text = ""
@@ -124,10 +132,9 @@ def execute(tool: Tool, context: ToolContext, call: ToolCall) -> ToolResult:
     Raises:
         ToolTimeout: when the handler ran past ``context.limits.timeout``; the caller must undo the call's changes.
     """
-    errors = tool.argument_errors(call.input)
-    if errors:
-        detail = "; ".join(f"{field or 'arguments'}: {message}" for field, message in errors)
-        return ToolResult(call.id, f"invalid arguments for {tool.name}: {detail}", is_error=True)
+    refusal = tool.argument_refusal(call.input)
+    if refusal is not None:
+        return ToolResult(call.id, refusal, is_error=True)
     try:
         return ToolResult(call.id, _run_handler(tool, context, call))
     except ToolError as exc:

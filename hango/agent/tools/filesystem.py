@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import re2
 
 from hango.agent import deadline
+from hango.agent.files import FileSystem
 from hango.agent.paths import PathError, is_agent_path, is_storage_root, normalize_path
-from hango.agent.tools.base import Tool, ToolContext, ToolError, ToolRegistry
+from hango.agent.tools.base import Tool, ToolContext, ToolError, ToolLimits, ToolRegistry
 
 DEFAULT_READ_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -234,19 +236,18 @@ def _utf8_size(text: str, limit: int | None = None) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _check_size(context: ToolContext, path: str, size: int) -> None:
+def _check_size(files: FileSystem, limits: ToolLimits, path: str, size: int) -> None:
     """A :class:`ToolError` naming the limit when ``path`` holding ``size`` bytes would exceed a storage budget.
 
     A file counts its path and its content towards its owner's storage, so that many empty files with long paths
     cannot fill the database either. Shrinking a file is always allowed, so a model over a budget can make room.
     """
-    limits = context.limits
     if size > limits.max_file_bytes:
         raise ToolError(
             f"{path} would be {size:,} bytes, over the limit of {limits.max_file_bytes:,} bytes per file "
             "(HANGO_MAX_FILE_BYTES); write less, or split the content into several files"
         )
-    use = context.files.storage(path)
+    use = files.storage(path)
     stored = _utf8_size(path) + size
     total = use.owner_bytes - use.file_bytes + stored
     if is_agent_path(path):
@@ -316,27 +317,67 @@ def _read_file(context: ToolContext, args: dict[str, Any]) -> str:
 
 
 # write_file and edit_file
+#
+# Each of the two tools first works out what it would make of its file (a :class:`FileChange`), then writes it.
+# The approval preview (:mod:`hango.previews`) calls the same planning functions on a read-only view, so what a
+# reviewer sees is what the tool does: the same normalised path, the same owner, the same content, the same refusal.
 
 
-def _write_file(context: ToolContext, args: dict[str, Any]) -> str:
-    """Create or overwrite a file."""
-    path = _file_path(args["file_path"])
-    content = _storable(args["content"], "content")
-    _check_size(context, path, _utf8_size(content, context.limits.max_file_bytes))
-    context.files.write(path, content)
-    return f"wrote {len(_lines(content))} lines to {path}"
+@dataclass(frozen=True)
+class FileChange:
+    """What a ``write_file`` or ``edit_file`` call makes of one file, worked out before anything is written.
+
+    ``before`` is the content the plan read (``edit_file`` reads it; ``write_file`` replaces the file without
+    reading it, so its ``before`` is ``None``); ``result`` is what the tool answers once ``after`` is written.
+    """
+
+    path: str
+    after: str
+    result: str
+    before: str | None = None
 
 
-def _edit_file(context: ToolContext, args: dict[str, Any]) -> str:
-    """Replace an exact string in a file, once (it must be unique) or everywhere with ``replace_all``."""
-    path = _file_path(args["file_path"])
-    old: str = args["old_string"]
-    new = _storable(args["new_string"], "new_string")
-    replace_all: bool = args.get("replace_all", False)
+@dataclass(frozen=True)
+class Edit:
+    """An ``edit_file`` call applied to one content: how many occurrences it replaces, before any text is built.
+
+    The new size is known from the count alone, so an edit that would blow a budget is refused without building a
+    string that may be many times the file's size.
+    """
+
+    content: str
+    old: str
+    new: str
+    count: int
+
+    def size(self, limit: int) -> int:
+        """The UTF-8 size of the edited content (a lower bound above ``limit``, as :func:`_utf8_size` gives)."""
+        growth = _utf8_size(self.new, limit) - _utf8_size(self.old, limit)
+        return _utf8_size(self.content, limit) + self.count * growth
+
+    def text(self) -> str:
+        """The edited content."""
+        return self.content.replace(self.old, self.new, self.count)
+
+    def result(self, path: str) -> str:
+        """What the tool answers once the edit is written."""
+        return f"made {self.count} replacement{'s' if self.count != 1 else ''} in {path}"
+
+
+def file_path(raw: str) -> str:
+    """The normalised path ``write_file`` and ``edit_file`` write for ``raw``; :class:`ToolError` if they refuse it."""
+    return _file_path(raw)
+
+
+def plan_edit(path: str, content: str | None, old: str, new: str, replace_all: bool) -> Edit:
+    """What an ``edit_file`` call makes of ``content`` (the file at ``path``, ``None`` when there is none).
+
+    Pure: the tool and the approval preview both call it. Raises :class:`ToolError` with the tool's answer when the
+    edit cannot apply (identical strings, no such file, ``old`` not found, or found several times without
+    ``replace_all``).
+    """
     if old == new:
         raise ToolError("old_string and new_string are identical; there is nothing to change")
-    # Lock the row: two runs of one agent editing the same memory file must not overwrite each other.
-    content = context.files.read(path, for_update=True)
     if content is None:
         raise ToolError(f"file not found: {path}")
     count = content.count(old)
@@ -347,13 +388,55 @@ def _edit_file(context: ToolContext, args: dict[str, Any]) -> str:
             f"old_string occurs {count} times in {path}; include more surrounding text to make it unique, "
             "or set replace_all to true"
         )
-    replaced = count if replace_all else 1
-    # The new size is known before the new content is built: an edit that would blow a budget builds nothing.
-    limit = context.limits.max_file_bytes
-    growth = _utf8_size(new, limit) - _utf8_size(old, limit)
-    _check_size(context, path, _utf8_size(content, limit) + replaced * growth)
-    context.files.write(path, content.replace(old, new, replaced))
-    return f"made {replaced} replacement{'s' if replaced != 1 else ''} in {path}"
+    return Edit(content, old, new, count if replace_all else 1)
+
+
+def plan_write(files: FileSystem, limits: ToolLimits, args: dict[str, Any], *, lock: bool = True) -> FileChange:
+    """What a ``write_file`` call with ``args`` (valid for its schema) would write; :class:`ToolError` when the tool
+    refuses it. A write reads nothing, so there is nothing to ``lock``."""
+    path = _file_path(args["file_path"])
+    content = _storable(args["content"], "content")
+    _check_size(files, limits, path, _utf8_size(content, limits.max_file_bytes))
+    return FileChange(path, content, f"wrote {len(_lines(content))} lines to {path}")
+
+
+def plan_edit_file(files: FileSystem, limits: ToolLimits, args: dict[str, Any], *, lock: bool = True) -> FileChange:
+    """What an ``edit_file`` call with ``args`` (valid for its schema) would write; :class:`ToolError` when the
+    tool refuses it. ``lock`` locks the file's row until commit, as the tool does; a preview reads without it."""
+    path = _file_path(args["file_path"])
+    old: str = args["old_string"]
+    new = _storable(args["new_string"], "new_string")
+    # Locked: two runs of one agent editing the same memory file must not overwrite each other.
+    content = files.read(path, for_update=lock)
+    edit = plan_edit(path, content, old, new, args.get("replace_all", False))
+    _check_size(files, limits, path, edit.size(limits.max_file_bytes))
+    return FileChange(path, edit.text(), edit.result(path), before=content)
+
+
+class PlanChange(Protocol):
+    """How a tool that changes one file works out the change: :func:`plan_write` and :func:`plan_edit_file`."""
+
+    def __call__(
+        self, files: FileSystem, limits: ToolLimits, args: dict[str, Any], *, lock: bool = True
+    ) -> FileChange: ...
+
+
+# The tools whose calls change one file, and how each works out the change: the approval preview's list.
+FILE_CHANGES: dict[str, PlanChange] = {"write_file": plan_write, "edit_file": plan_edit_file}
+
+
+def _write_file(context: ToolContext, args: dict[str, Any]) -> str:
+    """Create or overwrite a file."""
+    change = plan_write(context.files, context.limits, args)
+    context.files.write(change.path, change.after)
+    return change.result
+
+
+def _edit_file(context: ToolContext, args: dict[str, Any]) -> str:
+    """Replace an exact string in a file, once (it must be unique) or everywhere with ``replace_all``."""
+    change = plan_edit_file(context.files, context.limits, args)
+    context.files.write(change.path, change.after)
+    return change.result
 
 
 # glob and grep
