@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hango.agent.messages import Message, ToolCall, Usage
+from hango.canonical import canonical_json
 from hango.errors import HangoError
 
 STATE_VERSION = 1
@@ -48,11 +48,7 @@ def arguments_changed(original: Any, edited: Any) -> bool:
     The one judge of ``args_changed``: the ``tool.approval_decided`` span event and the ``approval.decide`` audit
     row both ask it, so they cannot disagree.
     """
-    return _canonical(original) != _canonical(edited)
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return canonical_json(original) != canonical_json(edited)
 
 
 @dataclass
