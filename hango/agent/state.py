@@ -152,6 +152,16 @@ class StandingApproval:
 
 
 @dataclass(frozen=True)
+class GrantLookup:
+    """A held call a standing approval might approve: the call, its arguments as the tool will read them (the
+    tool's defaults filled in), and who its rule lets decide (None: every owner and admin)."""
+
+    call: ToolCall
+    arguments: Mapping[str, Any]
+    reviewers: Mapping[str, list[str]] | None = None
+
+
+@dataclass(frozen=True)
 class PendingCall:
     """A call that must wait for a human, with the decisions a human may take and the child loop it belongs to.
 

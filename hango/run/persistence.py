@@ -22,10 +22,10 @@ from sqlalchemy.orm import Session
 from hango.agent.files import FileSystem
 from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
-from hango.agent.state import Decision, LoopState, PendingCall, StandingApproval, dump_state
+from hango.agent.state import Decision, GrantLookup, LoopState, PendingCall, StandingApproval, dump_state
 from hango.agent.tools.base import ToolTimeout
-from hango.grants import live_grant
-from hango.models import Grant, Run
+from hango.grants import GrantQuery, live_grant
+from hango.models import Run
 from hango.run import standing
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.run.transitions import Lease
@@ -212,28 +212,17 @@ class RunPersistence:
             run = fenced(work, self._lease, {"updated_at": datetime.now(UTC)}, events=1)
             work.numbered(run, [("tool.started", {"tool_call_id": call.id, "tool_name": call.name})])
 
-    def standing_approval(self, call: ToolCall) -> StandingApproval | None:
-        """The live grant that approves this call of the run's agent, if any: one indexed read. Without
+    def standing_approval(self, lookup: GrantLookup) -> StandingApproval | None:
+        """The live grant that approves this held call of the run's agent, if any: one indexed read. Without
         self-approval in the tenant, the run's creator's own grants do not apply to their run (one more read, only
         when such a grant is the one found)."""
+        query = GrantQuery(self.tenant_id, self.agent_id, self.run_id, lookup)
         with self._runtime.db.read() as session:
-            grant = self._live_grant(session, call, None)
+            grant = live_grant(session, query, datetime.now(UTC))
             own = grant is not None and grant.created_by == self.run_creator
             if own and not allows_self_approval(session, self.tenant_id):
-                grant = self._live_grant(session, call, self.run_creator)
+                grant = live_grant(session, query, datetime.now(UTC), not_by=self.run_creator)
         return None if grant is None else StandingApproval(grant.id, grant.created_by)
-
-    def _live_grant(self, session: Session, call: ToolCall, not_by: uuid.UUID | None) -> Grant | None:
-        return live_grant(
-            session,
-            tenant_id=self.tenant_id,
-            agent_id=self.agent_id,
-            run_id=self.run_id,
-            tool_name=call.name,
-            arguments=call.input,
-            now=datetime.now(UTC),
-            not_by=not_by,
-        )
 
     def record_granted(self, granted: Sequence[PendingCall], state: LoopState) -> dict[str, Decision]:
         """Store calls standing approvals cover as decided approvals (audited ``approval.auto_approve``), with the

@@ -13,7 +13,7 @@ from hango.agent.files import FileInfo, StorageUse
 from hango.agent.loop import GrantWithdrawn, RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
 from hango.agent.paths import is_agent_path, normalize_path
-from hango.agent.state import Decision, LoopState, PendingCall, StandingApproval
+from hango.agent.state import Decision, GrantLookup, LoopState, PendingCall, StandingApproval
 
 
 @dataclass
@@ -128,6 +128,7 @@ class MemoryPort:
     executions: dict[str, str] = field(default_factory=dict)
     # Standing approvals by tool name, and the calls recorded as decided by one.
     grants: dict[str, StandingApproval] = field(default_factory=dict)
+    grant_lookups: list[GrantLookup] = field(default_factory=list)
     granted: list[str] = field(default_factory=list)
     # Revoke every grant when the loop first records a granted call (a revocation racing the loop).
     revoke_on_record: bool = False
@@ -156,8 +157,9 @@ class MemoryPort:
     def execution_started(self, approval_id: str) -> None:
         self.executing.append(approval_id)
 
-    def standing_approval(self, call: ToolCall) -> StandingApproval | None:
-        return self.grants.get(call.name)
+    def standing_approval(self, lookup: GrantLookup) -> StandingApproval | None:
+        self.grant_lookups.append(lookup)
+        return self.grants.get(lookup.call.name)
 
     def record_granted(self, granted: Sequence[PendingCall], state: LoopState) -> dict[str, Decision]:
         if self.revoke_on_record:
