@@ -247,3 +247,41 @@ def test_a_decision_bound_to_a_neighbouring_big_integer_is_refused(client: Flask
     assert stale.json["type"] == "urn:hango:problem:stale-approval"
     bound = {"tool_call_id": "r", "decision": "approve", "arguments_sha256": item["arguments_sha256"]}
     assert decide(client, tenant.owner, run_id, bound).status_code == 200
+
+
+def test_a_grant_for_ones_own_run_is_refused_where_self_approval_is_forbidden(
+    client: FlaskClient, tenant: TenantFixture
+) -> None:
+    assert client.put("/v1/tenant", json={"self_approval": False}, headers=tenant.owner.headers).status_code == 200
+    run_id = suspended_run(client, tenant, SCRIPT)
+    agent_id = client.get(f"/v1/runs/{run_id}", headers=tenant.owner.headers).json["agent_id"]
+    refused = _grant(client, tenant.owner, agent_id, run_id=run_id)
+    assert refused.status_code == 400, refused.json
+    assert refused.json["errors"][0]["field"] == "run_id"
+    assert "self-approval" in refused.json["errors"][0]["message"]
+    assert _grant(client, tenant.add("admin"), agent_id, run_id=run_id).status_code == 201
+
+
+# A rule's description (api.md v1.2, reviewers' gaps).
+
+
+def test_every_approval_says_why_its_call_waits(client: FlaskClient, tenant: TenantFixture) -> None:
+    by_default = suspended_run(client, tenant, SCRIPT)
+    assert pending(client, tenant.owner, by_default)[0]["description"] == (
+        "Writes to the agent's persistent memories and skills need a reviewer."
+    )
+    why = "Legal reviews every note before it is kept."
+    described = suspended_run(client, tenant, SCRIPT, interrupt_on={"write_file": {"description": why}})
+    assert pending(client, tenant.owner, described)[0]["description"] == why
+    silent = suspended_run(client, tenant, SCRIPT, interrupt_on={"write_file": True})
+    assert pending(client, tenant.owner, silent)[0]["description"] is None
+    body = {
+        "name": "long",
+        "model": {"provider": "scripted", "script": []},
+        "interrupt_on": {"ls": {"description": "x" * 1001}},
+    }
+    refused = client.post("/v1/agents", json=body, headers=tenant.owner.headers)
+    assert refused.status_code == 400
+    assert refused.json["errors"] == [
+        {"field": "interrupt_on.ls.description", "message": "must be at most 1000 characters"}
+    ]
