@@ -10,13 +10,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from hango.api import create_app
+from hango.client import types as client_types
 from hango.config import Settings
 from hango.db import Database
 from hango.models import AuditEvent, Webhook, WebhookDelivery
@@ -190,6 +191,13 @@ def test_a_public_https_url_is_accepted_and_plain_http_only_goes_to_private_addr
     assert response.json["errors"][0]["field"] == "url"
 
 
+def test_the_api_document_and_the_client_offer_the_same_event_types(client: FlaskClient) -> None:
+    schema = client.get("/openapi.json").json["components"]["schemas"]["WebhookCreate"]
+    offered = schema["properties"]["events"]["items"]["enum"]
+    assert offered == list(get_args(client_types.WebhookEventType))
+    assert {"approval.cancelled", "approval.escalated"} <= set(offered)
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -287,6 +295,35 @@ def test_deliveries_are_signed_with_the_secret_and_carry_the_approval_the_run_an
     assert verified(ended, created["secret"])
     assert (ended.json["data"]["id"], ended.json["data"]["state"]) == (run_id, "succeeded")
     assert len({r.headers["webhook-id"] for r in (requested, decided, ended)}) == 3
+
+
+def test_cancelling_a_waiting_run_sends_approval_cancelled_once_per_pending_approval(
+    client: FlaskClient, tenant: TenantFixture, receiver: Receiver
+) -> None:
+    created = create_webhook(client, tenant.owner, receiver.url, ["approval.cancelled"])
+    run_id = suspended_run(client, tenant, [{"tool_calls": [write_memory("a", "w1"), write_memory("b", "w2")]}])
+    approvals = {item["id"]: item for item in pending(client, tenant.owner, run_id)}
+    assert len(approvals) == 2
+    cancelled = client.post(f"/v1/runs/{run_id}/cancel", headers=tenant.owner.headers)
+    assert cancelled.status_code == 200, cancelled.json
+    received = arrived(receiver, "approval.cancelled", 2)
+    assert all(verified(request, created["secret"]) for request in received)
+    assert len({request.headers["webhook-id"] for request in received}) == 2
+    items = {request.json["data"]["id"]: request.json["data"] for request in received}
+    assert set(items) == set(approvals)
+    for approval_id, item in items.items():
+        assert {k: item[k] for k in ("run_id", "tool_call_id", "state")} == {
+            "run_id": run_id,
+            "tool_call_id": approvals[approval_id]["tool_call_id"],
+            "state": "cancelled",
+        }
+        assert item["links"] == {
+            "inbox": f"https://hango.example/inbox/approvals/{approval_id}",
+            "run": f"https://hango.example/v1/runs/{run_id}",
+        }
+    # Once each, and nothing this webhook did not ask for (the run's run.finished, say).
+    logged = deliveries(client, tenant.owner, created["id"])
+    assert sorted(d["event_type"] for d in logged) == ["approval.cancelled", "approval.cancelled"]
 
 
 def test_a_named_host_is_reached_at_its_checked_address_with_its_name_as_host(
