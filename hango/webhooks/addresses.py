@@ -21,7 +21,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 class RefusedUrl(ValueError):
-    """The URL, or an address its name resolves to, is not one a webhook may reach.
+    """The URL, or an address its name resolves to, is not one hango may send a request to.
 
     The message is for whoever gave the URL, and never names an address the host resolved to: a tenant's admin
     would learn what the server's internal names resolve to. That detail is in :meth:`log_fields`, for the

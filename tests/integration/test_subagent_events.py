@@ -48,21 +48,19 @@ def _approve_until_done(client: FlaskClient, tenant: TenantFixture, run_id: str,
 
 
 def _every_call(client: FlaskClient, tenant: TenantFixture, run_id: str) -> set[str]:
-    return {block["id"] for m in messages_of(client, tenant.owner, run_id) for block in m["content"] if "name" in block}
+    blocks = [block for message in messages_of(client, tenant.owner, run_id) for block in message["content"]]
+    return {block["id"] for block in blocks if block["type"] == "tool_use"}
 
 
 def _bracketed(events: Events, call_id: str, subagent_type: str) -> bool:
     """Whether a ``task`` call's start and finish enclose its child's start and finish."""
-    [child] = [
-        d["subagent_call_id"] for _, t, d in events if t == "subagent.started" and d["subagent_type"] == subagent_type
-    ]
-    order = [
-        index
-        for index, (_, type_, data) in enumerate(events)
+    [child] = [data["subagent_call_id"] for _, type_, data in events if data.get("subagent_type") == subagent_type]
+    kinds = [
+        type_
+        for _, type_, data in events
         if (type_ in ("tool.started", "tool.finished") and data["tool_call_id"] == call_id)
         or (type_ in ("subagent.started", "subagent.finished") and data["subagent_call_id"] == child)
     ]
-    kinds = [events[index][1] for index in order]
     return kinds == ["tool.started", "subagent.started", "subagent.finished", "tool.finished"]
 
 
