@@ -214,6 +214,7 @@ WebhookEventType = Literal[
     "approval.decided",
     "approval.expired",
     "approval.escalated",
+    "approval.cancelled",
     "approval.reminder",
     "run.finished",
 ]

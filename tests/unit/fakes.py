@@ -123,6 +123,8 @@ class MemoryPort:
     stored: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     started: list[str] = field(default_factory=list)
+    # Calls finished by the messages of an append outside a batch (a repair), in order.
+    finished: list[str] = field(default_factory=list)
     # Approval ids marked executing, in order, and how each batch's approved calls ended.
     executing: list[str] = field(default_factory=list)
     executions: dict[str, str] = field(default_factory=dict)
@@ -145,13 +147,22 @@ class MemoryPort:
         if self.stop_after is not None and len(self.stored) >= self.stop_after:
             raise RunStopped("stopped by the test")
 
-    def append(self, messages: list[Message], state: LoopState, usage: Usage | None = None) -> list[Message]:
+    def append(
+        self,
+        messages: list[Message],
+        state: LoopState,
+        usage: Usage | None = None,
+        *,
+        finished: Sequence[tuple[ToolCall, ToolResult]] = (),
+    ) -> list[Message]:
+        self.finished += [call.id for call, _ in finished]
         stored = [Message(m.role, m.content, seq=len(self.stored) + i + 1) for i, m in enumerate(messages)]
         self.stored += stored
         self.usage = self.usage + (usage or Usage())
         return stored
 
-    def tool_started(self, call: ToolCall) -> None:
+    def tool_started(self, call: ToolCall, state: LoopState) -> None:
+        assert call.id in state.announced, "the state that goes with tool.started names the call"
         self.started.append(call.id)
 
     def execution_started(self, approval_id: str) -> None:
