@@ -40,6 +40,13 @@ class Grant(ma.Schema):
     agent_id = fields.UUID(required=True)
     tool_name = fields.String(required=True)
     when = fields.Dict(allow_none=True, required=True, metadata={"description": WHEN})
+    exact = fields.Boolean(
+        required=True,
+        metadata={
+            "description": "made by a decision's `remember` without `when`: `when` pins every argument of the call "
+            "approved, the tool's defaults included, and a call with any other argument is not covered"
+        },
+    )
     run_id = fields.UUID(allow_none=True, required=True)
     created_by = fields.UUID(required=True)
     created_at = fields.DateTime(required=True)

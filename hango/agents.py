@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from hango.agent.interrupts import MAX_RULE_TTL, Override, config_overrides, validate_rules
+from hango.agent.interrupts import MAX_RULE_TTL, Override, canonical_rules, config_overrides, validate_rules
 from hango.agent.tools.base import ToolRegistry
 from hango.auth import Principal
 from hango.db import Database
@@ -41,12 +41,25 @@ def check_tools(config: dict[str, Any], tools: ToolRegistry) -> None:
         raise InvalidInput("; ".join(f"{error.field}: {error.message}" for error in errors), errors)
 
 
-def check_interrupts(config: dict[str, Any], max_ttl: timedelta = MAX_RULE_TTL) -> None:
-    """Malformed interrupt rules, the agent's or a subagent's, are a 400 at save time; a rule's deadline may be at
-    most ``max_ttl`` (``HANGO_APPROVAL_MAX_TTL``)."""
+def check_interrupts(config: dict[str, Any], max_ttl: timedelta = MAX_RULE_TTL) -> dict[str, Any]:
+    """The configuration with its interrupt rules, the agent's and each subagent's, in their canonical form
+    (:func:`~hango.agent.interrupts.canonical_rules`). Malformed rules are a 400 at save time; a rule's deadline
+    may be at most ``max_ttl`` (``HANGO_APPROVAL_MAX_TTL``)."""
     validate_rules(config.get("interrupt_on"), max_ttl=max_ttl)
     for index, subagent in enumerate(config.get("subagents", [])):
         validate_rules(subagent.get("interrupt_on"), f"subagents[{index}].interrupt_on", max_ttl=max_ttl)
+    subagents = [
+        {**subagent, "interrupt_on": canonical_rules(subagent["interrupt_on"])}
+        if "interrupt_on" in subagent
+        else subagent
+        for subagent in config.get("subagents", [])
+    ]
+    canonical = dict(config)
+    if "interrupt_on" in config:
+        canonical["interrupt_on"] = canonical_rules(config["interrupt_on"])
+    if "subagents" in config:
+        canonical["subagents"] = subagents
+    return canonical
 
 
 def log_overrides(agent: Agent) -> list[Override]:
@@ -82,7 +95,7 @@ def create_agent(
     """Create an agent from a validated configuration."""
     require_manager(principal)
     check_tools(config, tools)
-    check_interrupts(config, max_ttl)
+    config = check_interrupts(config, max_ttl)
     agent = Agent(id=uuid.uuid4(), tenant_id=principal.tenant_id, created_by=principal.user_id, **config)
     try:
         with db.transaction() as session:
@@ -105,7 +118,7 @@ def replace_agent(
     """Replace an agent's whole configuration; runs already created keep their snapshot."""
     require_manager(principal)
     check_tools(config, tools)
-    check_interrupts(config, max_ttl)
+    config = check_interrupts(config, max_ttl)
     try:
         with db.transaction() as session:
             agent = agent_store.get_agent(session, principal.tenant_id, agent_id, for_update=True)

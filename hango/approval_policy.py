@@ -9,14 +9,17 @@ Every vote is an ``approval_votes`` row, written under the run's row lock like e
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
+from hango.agent.interrupts import REVIEWER_ROLES
 from hango.auth import Principal
 from hango.models import ApprovalVote, PendingApproval
 
 Tally = Literal["pending", "approved", "rejected"]
+VoteKind = Literal["approve", "reject"]
 
 
 def is_quorum(row: PendingApproval) -> bool:
@@ -32,13 +35,28 @@ def has_policy(rows: list[PendingApproval]) -> bool:
 
 def may_decide(principal: Principal, row: PendingApproval) -> bool:
     """Whether the caller is one of the approval's reviewers (anyone who may decide at all, when it names none)."""
-    if not principal.is_manager:
+    return is_reviewer(principal.user_id, principal.role, row.reviewers)
+
+
+def is_reviewer(user_id: uuid.UUID, role: str | None, reviewers: Mapping[str, Any] | None) -> bool:
+    """Whether a user with this role in the tenant (None: none) may decide under ``reviewers`` (None: every
+    owner and admin). A member never decides; user ids are compared as UUIDs, whatever their spelling."""
+    if role not in REVIEWER_ROLES:
         return False
-    if row.reviewers is None:
+    if reviewers is None:
         return True
-    roles = row.reviewers.get("roles") or []
-    users = row.reviewers.get("users") or []
-    return principal.role in roles or str(principal.user_id) in users
+    return role in (reviewers.get("roles") or []) or user_id in user_ids(reviewers)
+
+
+def user_ids(reviewers: Mapping[str, Any]) -> set[uuid.UUID]:
+    """The users a ``reviewers`` object names, as UUIDs (a spelling that is not one names nobody)."""
+    named = set()
+    for user in reviewers.get("users") or []:
+        try:
+            named.add(uuid.UUID(str(user)))
+        except ValueError:
+            continue
+    return named
 
 
 def has_voted(principal: Principal, row: PendingApproval) -> bool:
@@ -73,9 +91,7 @@ class Vote:
         return len(self.row.votes) + 1
 
 
-def cast_vote(
-    principal: Principal, row: PendingApproval, vote: Literal["approve", "reject"], message: str, now: datetime
-) -> Vote:
+def cast_vote(principal: Principal, row: PendingApproval, vote: VoteKind, message: str, now: datetime) -> Vote:
     """The caller's vote on a quorum approval and its outcome: the first reject refuses the call, the N-th distinct
     approve approves it, anything before that leaves it pending."""
     record = ApprovalVote(

@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import marshmallow as ma
-from marshmallow import ValidationError, fields, validate, validates_schema
 from sqlalchemy.orm import Session
 
 from hango import approval_policy as policy
 from hango.agent.interrupts import QUORUM_DECISIONS, InterruptRule, compile_rules
 from hango.agent.state import arguments_changed
+from hango.approval_requests import CallRef, DecisionCommand, DecisionRequest, NamedCall, Remember, read_request
 from hango.auth import Principal
 from hango.canonical import sha256_hex
 from hango.errors import (
@@ -44,7 +43,7 @@ from hango.errors import (
 )
 from hango.grants import GrantSpec, add_grant, check_quota, exact_call, ttl_errors, when_errors
 from hango.grants import audit_detail as grant_audit_detail
-from hango.models import DECISIONS, Grant, Outcome, PendingApproval, Run
+from hango.models import Grant, Outcome, PendingApproval, Run
 from hango.pagination import Page, PageRequest
 from hango.run import transitions
 from hango.run.runtime import Runtime, Work, unit_of_work
@@ -52,75 +51,8 @@ from hango.store import approvals as store
 from hango.store import tenants as tenant_store
 from hango.store.audit import AuditRecord, insert_audit_events
 from hango.telemetry import link_decision
-from hango.validation import field_errors
 
 log = logging.getLogger(__name__)
-NEEDS_MESSAGE = ("reject", "respond")
-
-
-class RememberSchema(ma.Schema):
-    """``remember`` on an approve: a standing approval of the same tool for ``ttl``."""
-
-    ttl = fields.String(
-        required=True,
-        validate=validate.Length(min=1, max=50),
-        metadata={"description": "how long to remember, e.g. 1h (at most HANGO_GRANT_MAX_TTL)"},
-    )
-    when = fields.Dict(
-        keys=fields.String(),
-        allow_none=True,
-        metadata={
-            "description": "matchers as in an interrupt rule's `when`; omitted: exactly this call's arguments "
-            "(`equals` on each); null: every call of the tool"
-        },
-    )
-
-
-class DecisionSchema(ma.Schema):
-    """One decision of ``POST /v1/runs/{id}/approvals``."""
-
-    tool_call_id = fields.String(validate=validate.Length(min=1, max=500))
-    approval_id = fields.UUID()
-    decision = fields.String(required=True, validate=validate.OneOf(DECISIONS))
-    args = fields.Dict(keys=fields.String())
-    message = fields.String(validate=validate.Length(max=100_000))
-    arguments_sha256 = fields.String(
-        validate=validate.Regexp(
-            r"^[0-9a-f]{64}$", error="must be the hex SHA-256 of the arguments (64 lowercase hex digits)"
-        ),
-        metadata={"description": "the approval's arguments_sha256 as the reviewer saw it; another is a 409"},
-    )
-    remember = fields.Nested(
-        RememberSchema, metadata={"description": "approve only: also create a standing approval (a grant)"}
-    )
-
-    @validates_schema
-    def _coherent(self, data: dict[str, Any], **_: Any) -> None:
-        if "tool_call_id" not in data and "approval_id" not in data:
-            raise ValidationError("name the call with tool_call_id or approval_id", "tool_call_id")
-        kind = data["decision"]
-        if kind == "edit" and "args" not in data:
-            raise ValidationError("an edit needs args (they replace the arguments whole)", "args")
-        if kind != "edit" and "args" in data:
-            raise ValidationError("only an edit takes args", "args")
-        if kind in NEEDS_MESSAGE and not (data.get("message") or "").strip():
-            raise ValidationError(f"a {kind} needs a message", "message")
-        if kind not in NEEDS_MESSAGE and "message" in data:
-            raise ValidationError("only reject and respond take a message", "message")
-
-    @validates_schema
-    def _remember_approves(self, data: dict[str, Any], **_: Any) -> None:
-        if "remember" in data and data.get("decision") != "approve":
-            raise ValidationError("only an approve can be remembered", "remember")
-
-
-class DecisionsSchema(ma.Schema):
-    """The body of ``POST /v1/runs/{id}/approvals``."""
-
-    decisions = fields.List(fields.Nested(DecisionSchema), required=True, validate=validate.Length(min=1, max=1000))
-
-
-_DECISIONS = DecisionsSchema()  # loading is stateless: one instance serves every request
 
 
 @dataclass(frozen=True)
@@ -147,25 +79,21 @@ class Decided:
     remembered: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)
 
 
-def named_approvals(rows: list[PendingApproval], body: Any) -> list[NamedApproval]:
-    """The known approvals a (possibly invalid) request names, for its audit rows."""
-    items = body.get("decisions") if isinstance(body, dict) else None
+def named_approvals(rows: list[PendingApproval], calls: tuple[NamedCall, ...]) -> list[NamedApproval]:
+    """The known approvals a (possibly invalid) request names, each once, for the reviewers check and the audit
+    rows: a call named by ``approval_id`` and ``tool_call_id`` counts as every approval either names."""
     named: dict[uuid.UUID, NamedApproval] = {}
-    for item in items if isinstance(items, list) else []:
-        row = _lookup(rows, item) if isinstance(item, dict) else None
-        if row is None or row.id in named:
-            continue
-        decision = item.get("decision") if item.get("decision") in DECISIONS else None
-        changed = arguments_changed(row.arguments, item.get("args")) if decision == "edit" else None
-        named[row.id] = NamedApproval(row.id, row.tool_call_id, row.tool_name, decision, changed)
+    for call in calls:
+        for row in _named_rows(rows, call.ref):
+            if row.id not in named:
+                changed = arguments_changed(row.arguments, call.args) if call.decision == "edit" else None
+                named[row.id] = NamedApproval(row.id, row.tool_call_id, row.tool_name, call.decision, changed)
     return list(named.values())
 
 
-def _lookup(rows: list[PendingApproval], item: dict[str, Any]) -> PendingApproval | None:
-    for row in rows:
-        if str(row.id) == str(item.get("approval_id")) or row.tool_call_id == item.get("tool_call_id"):
-            return row
-    return None
+def _named_rows(rows: list[PendingApproval], ref: CallRef) -> list[PendingApproval]:
+    # Canonical values only: the approval id as a UUID, the call id exactly as the model wrote it.
+    return [row for row in rows if row.id == ref.approval_id or row.tool_call_id == ref.tool_call_id]
 
 
 def audit_detail(named: NamedApproval, decided_by: uuid.UUID) -> dict[str, Any]:
@@ -192,6 +120,7 @@ def decide(
     transaction: a decision never exists without its row, and a refused request (403, 400, 409 on a visible run)
     leaves only its audit rows, marked on the raised error as :attr:`~hango.errors.HangoError.audited`.
     """
+    request = read_request(body)
     with unit_of_work(runtime) as work:
         run, rows = store.locked_with_approvals(work.session, principal, run_id)
         if policy.has_policy(rows) or any(row.on_expiry is not None for row in rows):
@@ -200,19 +129,18 @@ def decide(
             rows = store.reread_with_votes(work.session, run)
         suspended = run.trace_context  # the suspended run's span, read under the lock that decides
         try:
-            decisions, chosen = _checked(runtime, work.session, principal, run, rows, body)
+            decisions, chosen = _checked(runtime, work.session, principal, run, rows, request)
             remembered = _remembered(runtime, work.session, principal, run, decisions, chosen)
         except HangoError as refusal:
             # Every check comes before the first write, so the refusal's audit rows are all this commits.
-            insert_audit_events(
-                work.session, _refusal_audit(principal, run, named_approvals(rows, body), refusal, trace_id)
-            )
+            named = named_approvals(rows, request.named)
+            insert_audit_events(work.session, _refusal_audit(principal, run, named, refusal, trace_id))
             refusal.audited = True
             refused: HangoError | None = refusal
         else:
             refused = None
             _store_decisions(work, principal, run, rows, decisions, chosen, trace_id)
-            granted = _store_remembered(runtime, work.session, principal, remembered, trace_id)
+            granted = _store_remembered(runtime, work.session, principal, run, remembered, trace_id)
     if refused is not None:
         raise refused
     link_decision(suspended, str(run.id), len(chosen), str(principal.user_id))
@@ -240,15 +168,22 @@ def _log_decided(row: PendingApproval, principal: Principal, trace_id: str | Non
 
 
 def _checked(
-    runtime: Runtime, session: Session, principal: Principal, run: Run, rows: list[PendingApproval], body: Any
-) -> tuple[list[dict[str, Any]], list[PendingApproval]]:
+    runtime: Runtime,
+    session: Session,
+    principal: Principal,
+    run: Run,
+    rows: list[PendingApproval],
+    request: DecisionRequest,
+) -> tuple[tuple[DecisionCommand, ...], list[PendingApproval]]:
     """The request's decisions and the approvals they name, once every check passed (403, then 400, then 409)."""
     if not principal.is_manager:
         raise Forbidden("only an owner or admin may decide approvals; a member never may, not even for their own run")
     if run.created_by == principal.user_id and not tenant_store.allows_self_approval(session, principal.tenant_id):
         raise Forbidden("this tenant's policy forbids self-approval: the run's creator may not decide its approvals")
-    _check_reviewers(principal, rows, named_approvals(rows, body))
-    decisions = _parse(body)
+    _check_reviewers(principal, rows, named_approvals(rows, request.named))
+    if request.invalid is not None:
+        raise request.invalid
+    decisions = request.decisions
     chosen = _resolve(decisions, rows)
     _check(runtime, run, decisions, chosen)
     _check_remember(runtime, decisions, chosen)
@@ -261,7 +196,8 @@ def _check_reviewers(principal: Principal, rows: list[PendingApproval], named: l
     """Refuse a request naming an approval whose rule reserves it for other reviewers.
 
     Judged on the approvals the body names as far as it can be read, before its validation: whoever may not decide
-    a call learns that first, not how their decision is malformed.
+    a call learns that first, not how their decision is malformed. An ``approval_id`` counts in every spelling of
+    its UUID, as the decision itself would resolve it.
     """
     ids = {item.id for item in named}
     for row in rows:
@@ -277,14 +213,14 @@ def _store_decisions(
     principal: Principal,
     run: Run,
     rows: list[PendingApproval],
-    decisions: list[dict[str, Any]],
+    decisions: tuple[DecisionCommand, ...],
     chosen: list[PendingApproval],
     trace_id: str | None,
 ) -> None:
     """Write the request's decisions and votes, then queue the run if no call of its batch is left pending."""
     now = datetime.now(UTC)
     votes = {
-        row.id: policy.cast_vote(principal, row, decision["decision"], decision.get("message", ""), now)
+        row.id: policy.cast_vote(principal, row, _vote(decision), decision.message, now)
         for decision, row in zip(decisions, chosen, strict=True)
         if policy.is_quorum(row)
     }
@@ -307,12 +243,17 @@ def _store_decisions(
     insert_audit_events(work.session, audit)
 
 
-def _decided_values(principal: Principal, decision: dict[str, Any], now: datetime) -> dict[str, Any]:
+def _vote(decision: DecisionCommand) -> policy.VoteKind:
+    # _check allows only approve and reject on a quorum's approval.
+    return "approve" if decision.kind == "approve" else "reject"
+
+
+def _decided_values(principal: Principal, decision: DecisionCommand, now: datetime) -> dict[str, Any]:
     """What a decided approval stores: a quorum's last vote decides it as a plain decision would."""
     return {
-        "decision": decision["decision"],
-        "decision_args": decision.get("args"),
-        "decision_message": decision.get("message", ""),
+        "decision": decision.kind,
+        "decision_args": decision.args,
+        "decision_message": decision.message,
         "decided_by": principal.user_id,
         "decided_at": now,
     }
@@ -339,9 +280,9 @@ def _refusal_audit(
     ]
 
 
-def _named(row: PendingApproval, decision: dict[str, Any], vote: policy.Vote | None = None) -> NamedApproval:
-    kind = decision["decision"]
-    changed = arguments_changed(row.arguments, decision.get("args")) if kind == "edit" else None
+def _named(row: PendingApproval, decision: DecisionCommand, vote: policy.Vote | None = None) -> NamedApproval:
+    kind = decision.kind
+    changed = arguments_changed(row.arguments, decision.args) if kind == "edit" else None
     if vote is not None:
         return NamedApproval(row.id, row.tool_call_id, row.tool_name, kind, changed, vote.count, row.approvals_required)
     return NamedApproval(row.id, row.tool_call_id, row.tool_name, kind, changed)
@@ -358,19 +299,7 @@ def _record(
     return AuditRecord.by_user(principal, "approval.decide", (kind, target_id), outcome, detail, trace_id)
 
 
-def _parse(body: Any) -> list[dict[str, Any]]:
-    if isinstance(body, InvalidInput):  # the edge could not decode the body
-        raise body
-    try:
-        loaded: dict[str, Any] = _DECISIONS.load(body if body is not None else {})
-    except ValidationError as exc:
-        errors = field_errors(exc.normalized_messages())  # type: ignore[no-untyped-call]
-        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors[:5]), errors) from exc
-    decisions: list[dict[str, Any]] = loaded["decisions"]
-    return decisions
-
-
-def _resolve(decisions: list[dict[str, Any]], rows: list[PendingApproval]) -> list[PendingApproval]:
+def _resolve(decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval]) -> list[PendingApproval]:
     by_id = {row.id: row for row in rows}
     by_call = {row.tool_call_id: row for row in rows}
     chosen: list[PendingApproval] = []
@@ -390,27 +319,28 @@ def _resolve(decisions: list[dict[str, Any]], rows: list[PendingApproval]) -> li
 
 
 def _row_for(
-    decision: dict[str, Any], by_id: dict[uuid.UUID, PendingApproval], by_call: dict[str, PendingApproval]
+    decision: DecisionCommand, by_id: dict[uuid.UUID, PendingApproval], by_call: dict[str, PendingApproval]
 ) -> tuple[PendingApproval | None, tuple[str, str] | None]:
-    from_id = by_id.get(decision["approval_id"]) if "approval_id" in decision else None
-    from_call = by_call.get(decision["tool_call_id"]) if "tool_call_id" in decision else None
-    if "approval_id" in decision and from_id is None:
+    ref = decision.ref
+    from_id = by_id.get(ref.approval_id) if ref.approval_id is not None else None
+    from_call = by_call.get(ref.tool_call_id) if ref.tool_call_id is not None else None
+    if ref.approval_id is not None and from_id is None:
         return None, ("approval_id", "no such approval in this run")
-    if "tool_call_id" in decision and from_call is None:
+    if ref.tool_call_id is not None and from_call is None:
         return None, ("tool_call_id", "no pending call with this id in this run")
     if from_id is not None and from_call is not None and from_id is not from_call:
         return None, ("approval_id", "approval_id and tool_call_id name different calls")
     return from_id or from_call, None
 
 
-def _check(runtime: Runtime, run: Run, decisions: list[dict[str, Any]], rows: list[PendingApproval]) -> None:
+def _check(runtime: Runtime, run: Run, decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval]) -> None:
     # The rules are compiled only for an edit, whose arguments must stay inside the rule that made the call wait.
-    edits = any(decision["decision"] == "edit" for decision in decisions)
+    edits = any(decision.kind == "edit" for decision in decisions)
     rules = compile_rules(run.agent_snapshot.get("interrupt_on")) if edits else {}
     errors: list[FieldError] = []
     for index, (decision, row) in enumerate(zip(decisions, rows, strict=True)):
         field = f"decisions[{index}]"
-        if policy.is_quorum(row) and decision["decision"] not in QUORUM_DECISIONS:
+        if policy.is_quorum(row) and decision.kind not in QUORUM_DECISIONS:
             errors.append(
                 FieldError(
                     f"{field}.decision",
@@ -418,16 +348,14 @@ def _check(runtime: Runtime, run: Run, decisions: list[dict[str, Any]], rows: li
                 )
             )
             continue
-        if decision["decision"] not in row.allowed_decisions:
+        if decision.kind not in row.allowed_decisions:
             allowed = ", ".join(row.allowed_decisions)
             errors.append(
-                FieldError(
-                    f"{field}.decision", f"{decision['decision']} is not allowed for {row.tool_name} ({allowed})"
-                )
+                FieldError(f"{field}.decision", f"{decision.kind} is not allowed for {row.tool_name} ({allowed})")
             )
             continue
-        if decision["decision"] == "edit":
-            errors += _edit_errors(runtime, rules.get(row.tool_name), row, decision["args"], f"{field}.args")
+        if decision.kind == "edit":
+            errors += _edit_errors(runtime, rules.get(row.tool_name), row, decision.args or {}, f"{field}.args")
     if errors:
         raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
 
@@ -446,33 +374,34 @@ def _edit_errors(
     return []
 
 
-def _check_remember(runtime: Runtime, decisions: list[dict[str, Any]], rows: list[PendingApproval]) -> None:
+def _check_remember(runtime: Runtime, decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval]) -> None:
     """Refuse a ``remember`` that could not become a grant covering the call approved (400, nothing stored)."""
     errors: list[FieldError] = []
     for index, (decision, row) in enumerate(zip(decisions, rows, strict=True)):
-        remember, field = decision.get("remember"), f"decisions[{index}].remember"
+        remember, field = decision.remember, f"decisions[{index}].remember"
         if remember is None:
             continue
         if row.approvals_required > 1:
             errors.append(FieldError(field, "a rule that needs several approvals is never remembered"))
             continue
-        errors += ttl_errors(remember["ttl"], runtime.settings, f"{field}.ttl")
-        if "when" not in remember and not row.arguments:
-            # Nothing to match exactly: the default would cover every call of the tool, more than was seen.
+        errors += ttl_errors(remember.ttl, runtime.settings, f"{field}.ttl")
+        if remember.exact and not row.arguments:
+            # Nothing to pin: the default would cover every call of the tool, more than was seen.
             errors.append(FieldError(f"{field}.when", "the call has no arguments: name a when (null: every call)"))
             continue
-        when = _remembered_when(remember, row)
+        when = _remembered_when(runtime, remember, row)
         found = when_errors(when, runtime.settings, f"{field}.when")
-        if not found and not InterruptRule(allowed_decisions=(), when=when).matches(row.arguments):
+        if not found and not remember.exact and not InterruptRule((), when=when).matches(row.arguments):
             found = [FieldError(f"{field}.when", "does not match the call approved")]
         errors += found
     if errors:
         raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
 
 
-def _remembered_when(remember: dict[str, Any], row: PendingApproval) -> dict[str, Any] | None:
-    """The ``when`` a ``remember`` asks for: its own (``None``: every call), or by default exactly this call."""
-    return remember["when"] if "when" in remember else exact_call(row.arguments)
+def _remembered_when(runtime: Runtime, remember: Remember, row: PendingApproval) -> dict[str, Any] | None:
+    """The ``when`` a ``remember`` asks for: its own (``None``: every call), or by default exactly this call, every
+    argument pinned, the tool's defaults included."""
+    return exact_call(row.arguments, runtime.tools.get(row.tool_name)) if remember.exact else remember.when
 
 
 def _remembered(
@@ -480,16 +409,18 @@ def _remembered(
     session: Session,
     principal: Principal,
     run: Run,
-    decisions: list[dict[str, Any]],
+    decisions: tuple[DecisionCommand, ...],
     rows: list[PendingApproval],
 ) -> list[tuple[PendingApproval, GrantSpec]]:
     """The grants the decisions ask to remember, by approval: the run's agent, the call's tool, the checked
-    ``when`` (by default exactly the call's arguments), any run. A 409 if they would pass the tenant's limit."""
+    ``when`` (by default exactly the call, every argument pinned), any run. A 409 if they would pass the tenant's
+    limit."""
     remembered = []
     for decision, row in zip(decisions, rows, strict=True):
-        remember = decision.get("remember")
+        remember = decision.remember
         if remember is not None:
-            spec = GrantSpec(run.agent_id, row.tool_name, remember["ttl"], _remembered_when(remember, row))
+            when = _remembered_when(runtime, remember, row)
+            spec = GrantSpec(run.agent_id, row.tool_name, remember.ttl, when, exact=remember.exact)
             remembered.append((row, spec))
     if remembered:
         check_quota(session, runtime.settings, principal.tenant_id, datetime.now(UTC), len(remembered))
@@ -500,13 +431,19 @@ def _store_remembered(
     runtime: Runtime,
     session: Session,
     principal: Principal,
+    run: Run,
     remembered: list[tuple[PendingApproval, GrantSpec]],
     trace_id: str | None,
 ) -> dict[uuid.UUID, uuid.UUID]:
-    """Create the remembered grants, each audited ``grant.create`` with the approval that asked for it."""
+    """Create the remembered grants, each audited ``grant.create`` with the approval that asked for it.
+
+    Each is judged by the run's rules, under which the caller has just decided the call (so it applies at least
+    there); whether it applies to a later call is judged then, by that call's rule and its creator's role.
+    """
     now = datetime.now(UTC)
     created: dict[uuid.UUID, Grant] = {
-        row.id: add_grant(session, runtime.settings, principal, spec, now) for row, spec in remembered
+        row.id: add_grant(session, runtime.settings, principal, spec, now, judged_by=run.agent_snapshot)
+        for row, spec in remembered
     }
     audit = [
         AuditRecord.by_user(
@@ -545,10 +482,10 @@ def _check_complete(principal: Principal, run: Run, rows: list[PendingApproval],
         )
 
 
-def _check_seen(decisions: list[dict[str, Any]], rows: list[PendingApproval]) -> None:
+def _check_seen(decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval]) -> None:
     """Refuse decisions bound to arguments other than the call's (a reviewer's stale or forged view)."""
     for decision, row in zip(decisions, rows, strict=True):
-        seen = decision.get("arguments_sha256")
+        seen = decision.arguments_sha256
         if seen is not None and seen != sha256_hex(row.arguments):
             raise StaleApproval(
                 f"approval {row.id}: the decision was made on other arguments than the call's "

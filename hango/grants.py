@@ -22,8 +22,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from hango.agent.interrupts import InterruptRule, matcher_errors
+from hango.agent.interrupts import InterruptRule, matcher_errors, rule_sets
+from hango.agent.state import GrantLookup
+from hango.agent.tools.base import Tool
+from hango.approval_policy import is_reviewer
 from hango.auth import Principal
+from hango.canonical import canonical_json
 from hango.config import Settings, parse_duration
 from hango.errors import Conflict, FieldError, InvalidInput
 from hango.models import Grant
@@ -32,23 +36,28 @@ from hango.run.runtime import Runtime
 from hango.store import agents as agent_store
 from hango.store import grants as store
 from hango.store.grants import GrantFilter
+from hango.store.tenants import allows_self_approval
 from hango.tenancy import require_manager
 
 __all__ = [
     "GrantFilter",
+    "GrantQuery",
     "GrantSpec",
     "add_grant",
     "audit_detail",
     "check_quota",
+    "covers",
     "create",
     "exact_call",
     "get",
     "is_active",
     "list_grants",
     "live_grant",
+    "never_applies",
     "revoke",
     "ttl_errors",
     "when_errors",
+    "with_defaults",
 ]
 
 
@@ -61,6 +70,8 @@ class GrantSpec:
     ttl: str
     when: Mapping[str, Any] | None = None
     run_id: uuid.UUID | None = None
+    # ``when`` pins every argument of one call (``equals`` each, defaults filled in) and no other may be given.
+    exact: bool = False
 
 
 # Checks shared by POST /v1/grants and a decision's ``remember``.
@@ -99,14 +110,33 @@ def when_errors(when: Any, settings: Settings, field: str = "when") -> list[Fiel
     return errors
 
 
-def exact_call(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The ``when`` that matches these arguments again: ``equals`` on each of them (None for a call without any,
-    which a ``remember`` refuses: it would match every call).
+def exact_call(arguments: Mapping[str, Any], tool: Tool | None) -> dict[str, Any] | None:
+    """The ``when`` of an exact grant covering this call: ``equals`` on each of its arguments, the tool's defaults
+    filled in (None for a call without any, which a ``remember`` refuses).
 
-    What a reviewer approved is what they saw, so "remember" covers exactly that call; arguments the call did not
-    have stay unconstrained, as in every ``when``.
+    What a reviewer approved is what they saw, so "remember" covers exactly that call: an argument the model left
+    to its default is pinned to that default (``replace_all: false``), and a call giving any argument the approved
+    one did not have is not covered (:func:`covers`).
     """
-    return {name: {"equals": value} for name, value in arguments.items()} or None
+    return {name: {"equals": value} for name, value in with_defaults(tool, arguments).items()} or None
+
+
+def with_defaults(tool: Tool | None, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments as the tool will read them: its schema's top-level defaults filled in where the call gives
+    none (an unknown tool: the arguments as they are)."""
+    return tool.with_defaults(arguments) if tool is not None else dict(arguments)
+
+
+def covers(grant: Grant, arguments: Mapping[str, Any], filled: Mapping[str, Any]) -> bool:
+    """Whether the grant's ``when`` approves a call with these arguments (``filled``: with the tool's defaults).
+
+    An exact grant covers one argument object: the same arguments, every value equal in canonical JSON (``1`` is
+    not ``1.0``, a path is compared as written), nothing more. Any other grant matches as a rule's ``when`` does.
+    """
+    if not grant.exact:
+        return InterruptRule(allowed_decisions=(), when=grant.when).matches(arguments)
+    pinned = {name: matcher.get("equals") for name, matcher in (grant.when or {}).items()}
+    return canonical_json(pinned) == canonical_json(dict(filled))
 
 
 def is_active(grant: Grant, now: datetime) -> bool:
@@ -130,26 +160,78 @@ def check_quota(session: Session, settings: Settings, tenant_id: uuid.UUID, now:
         raise Conflict(f"the tenant already has {limit} active standing approvals (HANGO_MAX_GRANTS_PER_TENANT)")
 
 
-def _check_scope(session: Session, principal: Principal, spec: GrantSpec) -> None:
-    """The agent (and the run, when named) must be the tenant's: 404 otherwise, as for a run's ``agent_id``."""
-    agent_store.get_agent(session, principal.tenant_id, spec.agent_id)
-    if spec.run_id is not None:
-        run = store.share_run(session, principal.tenant_id, spec.run_id)
-        if run.agent_id != spec.agent_id:
-            raise InvalidInput.field("run_id", "is a run of another agent")
+def _check_scope(session: Session, principal: Principal, spec: GrantSpec) -> Mapping[str, Any]:
+    """The agent (and the run, when named) must be the tenant's: 404 otherwise, as for a run's ``agent_id``. The
+    configuration the grant will meet: the run's snapshot for a grant of one run, else the agent as it stands."""
+    agent = agent_store.get_agent(session, principal.tenant_id, spec.agent_id)
+    if spec.run_id is None:
+        return {"interrupt_on": agent.interrupt_on, "subagents": agent.subagents}
+    run = store.share_run(session, principal.tenant_id, spec.run_id)
+    if run.agent_id != spec.agent_id:
+        raise InvalidInput.field("run_id", "is a run of another agent")
+    if run.created_by == principal.user_id and not allows_self_approval(session, principal.tenant_id):
+        raise InvalidInput.field(
+            "run_id", "is your own run, and this tenant forbids self-approval: your grant would never apply to it"
+        )
+    return run.agent_snapshot
 
 
-def add_grant(session: Session, settings: Settings, principal: Principal, spec: GrantSpec, now: datetime) -> Grant:
+def never_applies(principal: Principal, config: Mapping[str, Any], tool_name: str) -> str | None:
+    """Why a grant of ``tool_name`` by ``principal`` could apply to no call of an agent so configured (None: it
+    may apply somewhere).
+
+    A grant applies only where its creator may decide the call under the rule that holds it: a rule that allows
+    ``approve``, asks for one approval, and names the creator (by role or id) among its reviewers, if it names
+    any. The agent's rules and each subagent's own are looked at; a tool no rule interrupts never needs a grant.
+    """
+    reasons: list[str] = []
+    for place, rules in rule_sets(config):
+        reason = _refusal(principal, rules.get(tool_name))
+        if reason is None:
+            return None
+        reasons.append(f"{place}: {reason}")
+    return "; ".join(reasons)
+
+
+def _refusal(principal: Principal, rule: InterruptRule | None) -> str | None:
+    if rule is None:
+        return "no rule interrupts it"
+    if "approve" not in rule.allowed_decisions:
+        return "its rule does not allow approve"
+    if rule.approvals_required > 1:
+        return f"its rule needs {rule.approvals_required} approvals, which a standing approval never gives"
+    if not is_reviewer(principal.user_id, principal.role, rule.reviewers):
+        return "its rule names other reviewers"
+    return None
+
+
+def add_grant(
+    session: Session,
+    settings: Settings,
+    principal: Principal,
+    spec: GrantSpec,
+    now: datetime,
+    judged_by: Mapping[str, Any] | None = None,
+) -> Grant:
     """Validate and insert a grant created by ``principal`` in the caller's transaction.
 
+    A grant that could never apply (:func:`never_applies`) is refused: judged against ``judged_by``, an agent
+    configuration (a ``remember``: the deciding run's snapshot), else the run's snapshot or the agent as it stands.
+
     Raises:
-        InvalidInput: ``tool_name``, ``ttl`` or ``when`` is malformed, or ``run_id`` is another agent's run.
+        InvalidInput: ``tool_name``, ``ttl`` or ``when`` is malformed, ``run_id`` is another agent's run (or the
+            creator's own, in a tenant that forbids self-approval), or the grant could never apply.
         NotFound: the agent or the run is not the tenant's.
         Conflict: the tenant already has ``HANGO_MAX_GRANTS_PER_TENANT`` active grants.
     """
     tool_errors = [] if spec.tool_name.strip() else [FieldError("tool_name", "must not be empty")]
     _raise(tool_errors + ttl_errors(spec.ttl, settings) + when_errors(spec.when, settings))
-    _check_scope(session, principal, spec)
+    config = _check_scope(session, principal, spec)
+    reason = never_applies(principal, judged_by if judged_by is not None else config, spec.tool_name)
+    if reason is not None:
+        raise InvalidInput.field(
+            "tool_name", f"a standing approval by you would never apply to {spec.tool_name} ({reason})"
+        )
     check_quota(session, settings, principal.tenant_id, now)
     grant = Grant(
         id=uuid.uuid4(),
@@ -157,6 +239,7 @@ def add_grant(session: Session, settings: Settings, principal: Principal, spec: 
         agent_id=spec.agent_id,
         tool_name=spec.tool_name,
         when=dict(spec.when) if spec.when is not None else None,
+        exact=spec.exact,
         run_id=spec.run_id,
         created_by=principal.user_id,
         expires_at=now + parse_duration(spec.ttl),
@@ -170,6 +253,7 @@ def audit_detail(grant: Grant) -> dict[str, Any]:
         "agent_id": str(grant.agent_id),
         "tool_name": grant.tool_name,
         "when_arguments": sorted(grant.when) if grant.when else None,
+        "exact": grant.exact,
         "run_id": str(grant.run_id) if grant.run_id else None,
         "expires_at": grant.expires_at.isoformat(),
     }
@@ -213,30 +297,41 @@ def revoke(runtime: Runtime, principal: Principal, grant_id: uuid.UUID) -> Grant
 # What the agent loop calls, in its own transaction.
 
 
-def live_grant(
-    session: Session,
-    *,
-    tenant_id: uuid.UUID,
-    agent_id: uuid.UUID,
-    run_id: uuid.UUID,
-    tool_name: str,
-    arguments: Mapping[str, Any],
-    now: datetime,
-    not_by: uuid.UUID | None = None,
-) -> Grant | None:
-    """The oldest active grant that approves this call, or None; never one created by ``not_by`` (the run's
-    creator, in a tenant that forbids self-approval: their grant would be their own approval by proxy).
+@dataclass(frozen=True)
+class GrantQuery:
+    """A held call a grant might approve, as the loop asks: whose run, which call, and the rule holding it."""
 
-    Ask only where a rule would suspend the call, and never for a rule with ``approvals_required`` above 1. One
-    indexed statement; ``when`` is matched with the interrupt rules' own matcher (paths normalised). The grants
-    found stay locked ``FOR SHARE`` until the caller's transaction ends; the loop looks again, with
-    :func:`~hango.store.grants.live_ids`, in the transaction that records the call as approved, so a revocation
-    either comes first (and the call waits for a human) or waits for that commit.
+    tenant_id: uuid.UUID
+    agent_id: uuid.UUID
+    run_id: uuid.UUID
+    lookup: GrantLookup
+
+
+def live_grant(session: Session, query: GrantQuery, now: datetime, not_by: uuid.UUID | None = None) -> Grant | None:
+    """The oldest active grant that approves this call, or None.
+
+    A grant approves only where its creator, with the role they hold in the tenant now, may decide the call under
+    the rule that holds it (its ``reviewers``), and never for ``not_by`` (the run's creator, in a tenant that
+    forbids self-approval: their grant would be their own approval by proxy). Ask only where a rule would suspend
+    the call, and never for a rule with ``approvals_required`` above 1.
+
+    One indexed statement; ``when`` is matched by :func:`covers`. The grants found stay locked ``FOR SHARE`` until
+    the caller's transaction ends; the loop looks again, with :func:`~hango.store.grants.live_ids`, in the
+    transaction that records the call as approved, so a revocation either comes first (and the call waits for a
+    human) or waits for that commit.
     """
+    lookup = query.lookup
     found = store.candidates(
-        session, tenant_id=tenant_id, agent_id=agent_id, run_id=run_id, tool_name=tool_name, now=now
+        session,
+        tenant_id=query.tenant_id,
+        agent_id=query.agent_id,
+        run_id=query.run_id,
+        tool_name=lookup.call.name,
+        now=now,
     )
-    usable = [grant for grant in found if grant.created_by != not_by]
-    return next(
-        (grant for grant in usable if InterruptRule(allowed_decisions=(), when=grant.when).matches(arguments)), None
-    )
+    for grant, creator_role in found:
+        if grant.created_by == not_by or not is_reviewer(grant.created_by, creator_role, lookup.reviewers):
+            continue
+        if covers(grant, lookup.call.input, lookup.arguments):
+            return grant
+    return None

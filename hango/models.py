@@ -52,6 +52,7 @@ WebhookEventType = Literal[
     "approval.decided",
     "approval.expired",
     "approval.escalated",
+    "approval.cancelled",
     "approval.reminder",
     "run.finished",
 ]

@@ -29,6 +29,7 @@ from datetime import timedelta
 from typing import Any
 
 from hango.agent.paths import PathError, is_under, normalize_path
+from hango.canonical import canonical_json
 from hango.config import parse_duration
 from hango.errors import FieldError, InvalidInput
 from hango.models import DECISIONS
@@ -89,7 +90,8 @@ def _matches(name: str, matcher: Mapping[str, Any], args: Mapping[str, Any]) -> 
             return False
     kind, expected = next(iter(matcher.items()))
     if kind == "equals":
-        return _canonical(value) == _canonical(expected)
+        # One identity with the approvals' digests: 1, 1.0, true and "1" differ, and big integers are exact.
+        return canonical_json(value) == canonical_json(expected)
     if kind == "prefix":
         prefixes = [expected] if isinstance(expected, str) else list(expected)
         if not isinstance(value, str):
@@ -211,6 +213,36 @@ def _reviewers_errors(reviewers: Any, field: str) -> list[FieldError]:
     return errors
 
 
+def canonical_rules(config: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Valid rules with every user id they name in its one spelling (lower-case, hyphenated), each once.
+
+    A rule naming ``{"users": ["4F0C…"]}`` and a check comparing ``"4f0c…"`` would disagree on who may decide;
+    stored canonical, every later comparison is of one spelling (and the checks compare UUIDs anyway).
+    """
+    if config is None:
+        return None
+    return {tool: _canonical_rule(rule) for tool, rule in config.items()}
+
+
+def _canonical_rule(rule: Any) -> Any:
+    if not isinstance(rule, Mapping):
+        return rule
+    canonical = dict(rule)
+    if "reviewers" in rule:
+        canonical["reviewers"] = _canonical_reviewers(rule["reviewers"])
+    on_expiry = rule.get("on_expiry")
+    if isinstance(on_expiry, Mapping) and "escalate" in on_expiry:
+        canonical["on_expiry"] = {**on_expiry, "escalate": _canonical_reviewers(on_expiry["escalate"])}
+    return canonical
+
+
+def _canonical_reviewers(reviewers: Mapping[str, Any]) -> dict[str, Any]:
+    if "users" not in reviewers:
+        return dict(reviewers)
+    users = [str(uuid.UUID(user)) for user in reviewers["users"]]
+    return {**reviewers, "users": list(dict.fromkeys(users))}
+
+
 def _is_uuid(value: Any) -> bool:
     if not isinstance(value, str):
         return False
@@ -273,6 +305,17 @@ def _expand(rule: Any) -> Any:
 def compile_rules(user: Mapping[str, Any] | None) -> dict[str, InterruptRule]:
     """The rules the middleware applies, by tool name (tools set to ``false`` have none)."""
     return {tool: _compiled(rule) for tool, rule in effective_config(user).items() if rule is not False}
+
+
+def rule_sets(config: Mapping[str, Any]) -> list[tuple[str, dict[str, InterruptRule]]]:
+    """Every set of rules an agent's loops apply, named for a reader: the agent's own, then each declared
+    subagent's own (a subagent without ``interrupt_on`` applies its parent's, one of these)."""
+    sets = [("the agent's rules", compile_rules(config.get("interrupt_on")))]
+    for subagent in config.get("subagents") or []:
+        own = subagent.get("interrupt_on")
+        if own is not None:
+            sets.append((f"subagent {subagent.get('name')}'s rules", compile_rules(own)))
+    return sets
 
 
 def _compiled(rule: Mapping[str, Any]) -> InterruptRule:

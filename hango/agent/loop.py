@@ -72,12 +72,20 @@ class LoopPort(Protocol):
         """Raise :class:`RunStopped` when the run may no longer advance."""
         ...
 
-    def append(self, messages: list[Message], state: LoopState, usage: Usage | None = None) -> list[Message]:
-        """Persist messages and the state in one transaction; returns them with their ``seq``."""
+    def append(
+        self,
+        messages: list[Message],
+        state: LoopState,
+        usage: Usage | None = None,
+        *,
+        finished: Sequence[tuple[ToolCall, ToolResult]] = (),
+    ) -> list[Message]:
+        """Persist messages and the state in one transaction, with a ``tool.finished`` for each of ``finished`` (calls
+        the messages answer); returns the messages with their ``seq``."""
         ...
 
-    def tool_started(self, call: ToolCall) -> None:
-        """Record that a call is about to execute."""
+    def tool_started(self, call: ToolCall, state: LoopState) -> None:
+        """Record that a call is about to execute, with the state that names it announced, in one transaction."""
         ...
 
     def batch(self) -> AbstractContextManager[BatchScope]:
@@ -240,7 +248,9 @@ class AgentLoop:
                     waiting.extend(suspended.pending)
             if waiting:
                 return self._suspend(scope, calls, waiting)
+            # The results and every call's tool.finished commit here: the batch is over, nothing of it is held.
             scope.state.suspended_batch = []
+            scope.state.announced = []
             blocks = [results[call.id].block() for call in calls]
             [message] = batch.append([Message(role="tool", content=blocks)], scope.state)
         scope.state.messages.append(message)
@@ -273,11 +283,20 @@ class AgentLoop:
         return tool is not None and tool.delegates
 
     def _execute_one(self, scope: LoopScope, call: ToolCall, batch: BatchScope) -> ToolResult:
-        self._port.tool_started(call)
+        self._announce(scope.state, call)
         request = self._request(scope, call, batch.files)
         result = batch.isolated(call, partial(self._chain.tool_call, request, self._execute))
         batch.tool_finished(call, result)
         return result
+
+    def _announce(self, state: LoopState, call: ToolCall) -> None:
+        """Emit a call's ``tool.started`` unless it was announced already: a re-driven batch runs a ``task`` call
+        whose child suspended again, and a batch re-driven after a crash runs its calls again, but each call starts
+        once in the run's log, whatever happens to its batch."""
+        if call.id in state.announced:
+            return
+        state.announced.append(call.id)
+        self._port.tool_started(call, state)
 
     def _request(self, scope: LoopScope, call: ToolCall, files: FileSystem) -> ToolCallRequest:
         services = self._services
@@ -303,8 +322,25 @@ class AgentLoop:
         """Persist what ``before_run`` hooks added (repairs), replacing them with their stored copies."""
         if not scope.added:
             return
-        stored = self._port.append(scope.added, scope.state)
+        finished = _settle_announced(scope.state, scope.added)
+        stored = self._port.append(scope.added, scope.state, finished=finished)
         added_ids = {id(message) for message in scope.added}
         kept = [message for message in scope.state.messages if id(message) not in added_ids]
         scope.state.messages[:] = kept + stored
         scope.added.clear()
+
+
+def _settle_announced(state: LoopState, added: Sequence[Message]) -> list[tuple[ToolCall, ToolResult]]:
+    """The announced calls that messages added before the run answer (the repair of a batch a crash interrupted),
+    with their answers; they are announced no more. Each gets its ``tool.finished`` with them, so a call whose
+    start is in the log also has its finish there."""
+    answers = {
+        block["tool_use_id"]: ToolResult(block["tool_use_id"], str(block["content"]), bool(block.get("is_error")))
+        for message in added
+        for block in message.content
+        if block.get("type") == "tool_result"
+    }
+    calls = {call.id: call for message in state.messages for call in message.tool_calls}
+    settled = [(calls[call_id], answers[call_id]) for call_id in state.announced if call_id in answers]
+    state.announced = [call_id for call_id in state.announced if call_id not in answers]
+    return settled

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,13 +9,19 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hango.agent.messages import Message, ToolCall, Usage
+from hango.canonical import canonical_json
 from hango.errors import HangoError
 
 STATE_VERSION = 1
-# The persisted layout (``runs.state_json`` / ``subagent_calls.state_json``), unchanged since version 1 so runs
-# stored by an earlier release resume: ``{"version": 1, "private": {"suspended_batch": [...], "suspended_at": ...}}``.
+# The persisted layout (``runs.state_json`` / ``subagent_calls.state_json``), compatible since version 1 so runs
+# stored by an earlier release resume: ``{"version": 1, "private": {"suspended_batch": [...], "suspended_at": ...,
+# "announced": [...]}}``. Every key of ``private`` is optional. ``announced`` was added without a new version: a state
+# stored before it loads with nothing announced (its batch's running calls are announced once more, as they were
+# then), and an earlier release resuming a state that has it ignores it, as it ignores any key it does not know. A
+# version is raised only for a change an earlier release would misread.
 _BATCH_KEY = "suspended_batch"
 _SUSPENDED_AT_KEY = "suspended_at"
+_ANNOUNCED_KEY = "announced"
 
 
 class StateVersionError(HangoError):
@@ -48,11 +53,7 @@ def arguments_changed(original: Any, edited: Any) -> bool:
     The one judge of ``args_changed``: the ``tool.approval_decided`` span event and the ``approval.decide`` audit
     row both ask it, so they cannot disagree.
     """
-    return _canonical(original) != _canonical(edited)
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return canonical_json(original) != canonical_json(edited)
 
 
 @dataclass
@@ -66,7 +67,10 @@ class LoopState:
       every resume, consumed as each call runs; never persisted with the state);
     - ``suspended_at``: when the loop last suspended (the claim that resumes it reads and clears it);
     - ``executions``: how the approved calls of the running batch ended, by approval id (``done`` or
-      ``outcome_unknown``), written with the batch's results (never persisted with the state).
+      ``outcome_unknown``), written with the batch's results (never persisted with the state);
+    - ``announced``: the calls of the running batch whose ``tool.started`` is stored, in order. It is persisted with
+      that event and kept until the batch's results (and their ``tool.finished``) are stored, so a batch re-driven
+      after a suspension or a crash announces none of them again: one start per call over its whole life.
     """
 
     messages: list[Message]
@@ -74,6 +78,7 @@ class LoopState:
     decisions: dict[str, Decision] = field(default_factory=dict)
     suspended_at: datetime | None = None
     executions: dict[str, str] = field(default_factory=dict)
+    announced: list[str] = field(default_factory=list)
 
     @property
     def turn(self) -> int:
@@ -95,6 +100,8 @@ def dump_state(state: LoopState) -> dict[str, Any]:
         private[_BATCH_KEY] = list(state.suspended_batch)
     if state.suspended_at is not None:
         private[_SUSPENDED_AT_KEY] = state.suspended_at.isoformat()
+    if state.announced:
+        private[_ANNOUNCED_KEY] = list(state.announced)
     return {"version": STATE_VERSION, "private": private}
 
 
@@ -119,6 +126,7 @@ def load_state(stored: dict[str, Any] | None, messages: list[Message]) -> LoopSt
         messages,
         suspended_batch=[str(call_id) for call_id in private.get(_BATCH_KEY) or []],
         suspended_at=datetime.fromisoformat(suspended_at) if suspended_at else None,
+        announced=[str(call_id) for call_id in private.get(_ANNOUNCED_KEY) or []],
     )
 
 
@@ -153,6 +161,16 @@ class StandingApproval:
 
     grant_id: uuid.UUID
     granted_by: uuid.UUID
+
+
+@dataclass(frozen=True)
+class GrantLookup:
+    """A held call a standing approval might approve: the call, its arguments as the tool will read them (the
+    tool's defaults filled in), and who its rule lets decide (None: every owner and admin)."""
+
+    call: ToolCall
+    arguments: Mapping[str, Any]
+    reviewers: Mapping[str, list[str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,8 @@ class DecidedApproval(Approval):
 class Remember(TypedDict, total=False):
     """``remember`` on an approve: also create a standing approval of the same tool.
 
-    ``when`` omitted covers exactly the approved call's arguments; ``None`` covers every call of the tool.
+    ``when`` omitted covers exactly the approved call: every argument pinned, the tool's defaults included, and
+    no other argument allowed; ``None`` covers every call of the tool.
     """
 
     ttl: Required[str]  # a duration such as "1h", at most the server's HANGO_GRANT_MAX_TTL
@@ -182,6 +183,7 @@ class Grant(TypedDict):
     agent_id: str
     tool_name: str
     when: dict[str, Any] | None  # matchers as in an interrupt rule's ``when``; None: every call
+    exact: bool  # a remember of one call: ``when`` pins every argument (defaults included), no other allowed
     run_id: str | None  # only this run of the agent
     created_by: str
     created_at: str
@@ -212,6 +214,7 @@ WebhookEventType = Literal[
     "approval.decided",
     "approval.expired",
     "approval.escalated",
+    "approval.cancelled",
     "approval.reminder",
     "run.finished",
 ]

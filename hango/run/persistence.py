@@ -22,10 +22,10 @@ from sqlalchemy.orm import Session
 from hango.agent.files import FileSystem
 from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
-from hango.agent.state import Decision, LoopState, PendingCall, StandingApproval, dump_state
+from hango.agent.state import Decision, GrantLookup, LoopState, PendingCall, StandingApproval, dump_state
 from hango.agent.tools.base import ToolTimeout
-from hango.grants import live_grant
-from hango.models import Grant, Run
+from hango.grants import GrantQuery, live_grant
+from hango.models import Run
 from hango.run import standing
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.run.transitions import Lease
@@ -123,6 +123,11 @@ def fenced(work: Work, lease: Lease, values: dict[str, Any], *, events: int = 0)
     return run
 
 
+def _finished_event(call: ToolCall, result: ToolResult) -> dict[str, Any]:
+    """The data of a call's ``tool.finished``."""
+    return {"tool_call_id": call.id, "tool_name": call.name, "is_error": result.is_error}
+
+
 @dataclass
 class _Batch:
     """A tool batch's transaction; finished-call events wait until the results are written under the lock."""
@@ -135,7 +140,7 @@ class _Batch:
     finished: list[dict[str, Any]] = field(default_factory=list)
 
     def tool_finished(self, call: ToolCall, result: ToolResult) -> None:
-        self.finished.append({"tool_call_id": call.id, "tool_name": call.name, "is_error": result.is_error})
+        self.finished.append(_finished_event(call, result))
 
     def isolated(self, call: ToolCall, run: Callable[[], ToolResult]) -> ToolResult:
         try:
@@ -194,46 +199,55 @@ class RunPersistence:
         if self._stop.is_set():
             raise RunStopped(f"run {self.run_id} is no longer running under this worker")
 
-    def append(self, messages: list[Message], state: LoopState, usage: Usage | None = None) -> list[Message]:
-        """Persist messages and state in one fenced transaction."""
+    def append(
+        self,
+        messages: list[Message],
+        state: LoopState,
+        usage: Usage | None = None,
+        *,
+        finished: Sequence[tuple[ToolCall, ToolResult]] = (),
+    ) -> list[Message]:
+        """Persist messages and state in one fenced transaction, after a ``tool.finished`` for each of ``finished``."""
+        events = [("tool.finished", _finished_event(call, result)) for call, result in finished]
         with unit_of_work(self._runtime) as work:
-            return write_messages(work, self._lease, messages, state, self.subagent_call_id, usage=usage)
+            return write_messages(work, self._lease, messages, state, self.subagent_call_id, usage=usage, events=events)
 
     def save_state(self, state: LoopState) -> None:
         """Store a child loop's state alone (a child suspending inside its parent's batch), fenced."""
         assert self.subagent_call_id is not None, "a run's own state is stored with its messages or its suspension"
         with unit_of_work(self._runtime) as work:
-            fenced(work, self._lease, {"updated_at": datetime.now(UTC)})
-            subagent_store.save_state(work.session, self.run_id, self.subagent_call_id, dump_state(state))
+            self._fenced_with_state(work, state)
 
-    def tool_started(self, call: ToolCall) -> None:
-        """Emit ``tool.started`` before the call runs (fenced: a run no longer this worker's stops here)."""
+    def tool_started(self, call: ToolCall, state: LoopState) -> None:
+        """Emit ``tool.started`` before the call runs, and store the loop's state that names the call announced, in
+        one fenced transaction (a run no longer this worker's stops here): a re-driven batch then knows the event
+        is in the log."""
         with unit_of_work(self._runtime) as work:
-            run = fenced(work, self._lease, {"updated_at": datetime.now(UTC)}, events=1)
+            run = self._fenced_with_state(work, state, events=1)
             work.numbered(run, [("tool.started", {"tool_call_id": call.id, "tool_name": call.name})])
 
-    def standing_approval(self, call: ToolCall) -> StandingApproval | None:
-        """The live grant that approves this call of the run's agent, if any: one indexed read. Without
+    def _fenced_with_state(self, work: Work, state: LoopState, *, events: int = 0) -> RunCounters:
+        """The fenced write of the run's row that stores this loop's state too: in that row for the run's own loop,
+        in its ``subagent_calls`` row for a child's."""
+        values: dict[str, Any] = {"updated_at": datetime.now(UTC)}
+        if self.subagent_call_id is None:
+            values["state_json"] = dump_state(state)
+        run = fenced(work, self._lease, values, events=events)
+        if self.subagent_call_id is not None:
+            subagent_store.save_state(work.session, self.run_id, self.subagent_call_id, dump_state(state))
+        return run
+
+    def standing_approval(self, lookup: GrantLookup) -> StandingApproval | None:
+        """The live grant that approves this held call of the run's agent, if any: one indexed read. Without
         self-approval in the tenant, the run's creator's own grants do not apply to their run (one more read, only
         when such a grant is the one found)."""
+        query = GrantQuery(self.tenant_id, self.agent_id, self.run_id, lookup)
         with self._runtime.db.read() as session:
-            grant = self._live_grant(session, call, None)
+            grant = live_grant(session, query, datetime.now(UTC))
             own = grant is not None and grant.created_by == self.run_creator
             if own and not allows_self_approval(session, self.tenant_id):
-                grant = self._live_grant(session, call, self.run_creator)
+                grant = live_grant(session, query, datetime.now(UTC), not_by=self.run_creator)
         return None if grant is None else StandingApproval(grant.id, grant.created_by)
-
-    def _live_grant(self, session: Session, call: ToolCall, not_by: uuid.UUID | None) -> Grant | None:
-        return live_grant(
-            session,
-            tenant_id=self.tenant_id,
-            agent_id=self.agent_id,
-            run_id=self.run_id,
-            tool_name=call.name,
-            arguments=call.input,
-            now=datetime.now(UTC),
-            not_by=not_by,
-        )
 
     def record_granted(self, granted: Sequence[PendingCall], state: LoopState) -> dict[str, Decision]:
         """Store calls standing approvals cover as decided approvals (audited ``approval.auto_approve``), with the
@@ -246,15 +260,10 @@ class RunPersistence:
             self.tenant_id, self.run_id, state.turn, granted, datetime.now(UTC), self.subagent_call_id
         )
         events = standing.decided_events(rows)
-        values: dict[str, Any] = {"updated_at": datetime.now(UTC)}
-        if self.subagent_call_id is None:
-            values["state_json"] = dump_state(state)
         with unit_of_work(self._runtime) as work:
-            run = fenced(work, self._lease, values, events=len(events))
+            run = self._fenced_with_state(work, state, events=len(events))
             if standing.confirm(work.session, rows, datetime.now(UTC)):
                 raise standing.GrantWithdrawn("a grant was revoked while the loop used it; the batch is reviewed again")
-            if self.subagent_call_id is not None:
-                subagent_store.save_state(work.session, self.run_id, self.subagent_call_id, dump_state(state))
             approval_store.insert_pending(work.session, rows)
             insert_audit_events(work.session, standing.audit(rows))
             work.numbered(run, events)

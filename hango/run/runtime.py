@@ -82,12 +82,15 @@ def tool_registry(settings: Settings) -> ToolRegistry:
     return tools
 
 
-# The approval stream's events that webhooks may subscribe to (a cancelled run's approvals are told as run.finished).
+# The approval stream's events that webhooks may subscribe to: every one. A run cancelled while it waits closes each
+# pending approval with its own approval.cancelled (the card a reviewer was told about goes away), besides the
+# run's run.finished.
 _APPROVAL_NOTIFICATIONS: dict[str, WebhookEventType] = {
     "approval.requested": "approval.requested",
     "approval.decided": "approval.decided",
     "approval.expired": "approval.expired",
     "approval.escalated": "approval.escalated",
+    "approval.cancelled": "approval.cancelled",
 }
 
 

@@ -297,6 +297,7 @@ _PENDING_COLUMNS = (
     "approvals_required",
     "expires_at",
     "on_expiry",
+    "description",
 )
 
 

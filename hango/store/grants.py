@@ -11,7 +11,7 @@ from sqlalchemy import ColumnElement, and_, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from hango.errors import NotFound
-from hango.models import Grant, Run
+from hango.models import Grant, Membership, Run
 from hango.pagination import Page, PageRequest, paginate
 
 
@@ -123,15 +123,18 @@ def candidates(
     run_id: uuid.UUID,
     tool_name: str,
     now: datetime,
-) -> list[Grant]:
-    """The active grants of an agent's tool that cover a run, oldest first, in one statement on the
-    ``(tenant_id, agent_id, tool_name)`` index.
+) -> list[tuple[Grant, str | None]]:
+    """The active grants of an agent's tool that cover a run, oldest first, each with the role its creator holds
+    in the tenant now (None: no longer a member), in one statement on the ``(tenant_id, agent_id, tool_name)``
+    index.
 
-    The rows are locked ``FOR SHARE`` until the transaction ends: a revocation (an ``UPDATE``) racing the caller
+    The grants are locked ``FOR SHARE`` until the transaction ends: a revocation (an ``UPDATE``) racing the caller
     waits for its commit, so once ``DELETE /v1/grants/{id}`` has answered no later lookup can use the grant.
     """
+    membership = and_(Membership.tenant_id == Grant.tenant_id, Membership.user_id == Grant.created_by)
     statement = (
-        select(Grant)
+        select(Grant, Membership.role)
+        .outerjoin(Membership, membership)
         .where(
             Grant.tenant_id == tenant_id,
             Grant.agent_id == agent_id,
@@ -140,6 +143,6 @@ def candidates(
             or_(Grant.run_id.is_(None), Grant.run_id == run_id),
         )
         .order_by(Grant.created_at, Grant.id)
-        .with_for_update(read=True)
+        .with_for_update(read=True, of=Grant)
     )
-    return list(session.scalars(statement))
+    return [(grant, role) for grant, role in session.execute(statement)]

@@ -5,6 +5,9 @@ A URL is ``https``, or ``http`` to a private, loopback or link-local address whe
 and unspecified addresses, in IPv4, IPv6 and IPv4 inside IPv6, are refused unless that setting is on. The rule is
 applied when the webhook is created and again at each delivery, to the addresses the name resolves to then; the
 delivery connects to the address it checked, so a name re-resolving elsewhere in between changes nothing.
+
+The checks know nothing of webhooks beyond this text: whatever else hango lets a tenant point at a URL (MCP
+servers) calls :func:`resolve` with its own setting, and reports a :class:`RefusedUrl` the same way.
 """
 
 from __future__ import annotations
@@ -18,7 +21,23 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 class RefusedUrl(ValueError):
-    """The URL, or an address its name resolves to, is not one a webhook may reach."""
+    """The URL, or an address its name resolves to, is not one hango may send a request to.
+
+    The message is for whoever gave the URL, and never names an address the host resolved to: a tenant's admin
+    would learn what the server's internal names resolve to. That detail is in :meth:`log_fields`, for the
+    server's log only.
+    """
+
+    def __init__(self, reason: str, *, host: str | None = None, address: IPAddress | None = None) -> None:
+        super().__init__(reason)
+        self.host = host
+        self.address = address
+
+    def log_fields(self) -> dict[str, str | None]:
+        """What a log line about the refusal carries: the reason, the URL's host and the refused address (never the
+        whole URL, whose path or query may hold a credential of the receiver)."""
+        address = str(self.address) if self.address is not None else None
+        return {"reason": str(self), "host": self.host, "address": address}
 
 
 @dataclass(frozen=True)
@@ -88,9 +107,12 @@ def resolve(url: str, *, allow_private: bool, max_length: int) -> Target:
     addresses = _addresses(parts)
     refused = [address for address in addresses if not is_public(address)]
     if refused and not allow_private:
-        raise RefusedUrl(f"resolves to {refused[0]}, a private, loopback, link-local or reserved address")
+        reason = "resolves to a private, loopback, link-local or reserved address"
+        raise RefusedUrl(reason, host=parts.hostname, address=refused[0])
     if parts.scheme == "http" and not (allow_private and len(refused) == len(addresses)):
-        raise RefusedUrl("must be an https URL (plain http only to a private address, when allowed)")
+        raise RefusedUrl(
+            "must be an https URL (plain http only to a private address, when allowed)", host=parts.hostname
+        )
     return Target(parts, addresses[0])
 
 
@@ -104,12 +126,12 @@ def _addresses(parts: SplitResult) -> list[IPAddress]:
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise RefusedUrl(f"host {host!r} does not resolve") from exc
+        raise RefusedUrl(f"host {host!r} does not resolve", host=host) from exc
     addresses: list[IPAddress] = []
     for *_, sockaddr in found:
         address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
         if address not in addresses:
             addresses.append(address)
     if not addresses:
-        raise RefusedUrl(f"host {host!r} does not resolve")
+        raise RefusedUrl(f"host {host!r} does not resolve", host=host)
     return addresses

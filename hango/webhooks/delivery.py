@@ -14,7 +14,7 @@ import logging
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -43,6 +43,7 @@ class Claimed:
 
     id: uuid.UUID
     webhook_id: uuid.UUID
+    tenant_id: uuid.UUID
     event_id: uuid.UUID
     payload: dict[str, Any]
     attempts: int
@@ -53,10 +54,13 @@ class Claimed:
 
 @dataclass(frozen=True)
 class Answer:
-    """How one attempt ended: the receiver's status code, or why there was none."""
+    """How one attempt ended: the receiver's status code, or why there was none (``error``, stored on the delivery
+    where the tenant's admins read it)."""
 
     status_code: int | None
     error: str | None
+    # The refusal of the URL when the attempt was refused: what only the server's log says (the address).
+    refused: addresses.RefusedUrl | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -72,6 +76,8 @@ def deliver(runtime: Runtime, delivery_id: uuid.UUID) -> Outcome:
         return "skipped"
     secret = SecretBox(settings.webhook_secret_keys).open(claimed.sealed_secret)
     answer = send(settings, claimed.url, secret, str(claimed.event_id), claimed.payload)
+    if answer.refused is not None:
+        _log_refused(claimed, answer.refused)
     with runtime.db.transaction() as session:
         outcome = record(session, settings, claimed, answer, datetime.now(UTC))
     log.info(
@@ -87,6 +93,11 @@ def deliver(runtime: Runtime, delivery_id: uuid.UUID) -> Outcome:
     return outcome
 
 
+def _log_refused(claimed: Claimed, refused: addresses.RefusedUrl) -> None:
+    ids = {"delivery_id": str(claimed.id), "webhook_id": str(claimed.webhook_id), "tenant_id": str(claimed.tenant_id)}
+    log.warning("webhook URL refused", extra={**ids, **refused.log_fields()})
+
+
 def _claim(runtime: Runtime, delivery_id: uuid.UUID) -> Claimed | None:
     # Held for longer than an attempt can take, so a worker that died mid-attempt frees it for beat.
     hold = 2 * runtime.settings.webhook_timeout + timedelta(seconds=5)
@@ -100,6 +111,7 @@ def _claim(runtime: Runtime, delivery_id: uuid.UUID) -> Claimed | None:
         return Claimed(
             id=delivery.id,
             webhook_id=webhook.id,
+            tenant_id=webhook.tenant_id,
             event_id=delivery.event_id,
             payload=delivery.payload,
             attempts=delivery.attempts,
@@ -120,7 +132,7 @@ def send(settings: Settings, url: str, secret: str, message_id: str, payload: di
             url, allow_private=settings.webhook_allow_private_urls, max_length=settings.webhook_max_url_length
         )
     except addresses.RefusedUrl as exc:
-        return Answer(None, f"refused: the URL {exc}")
+        return Answer(None, f"refused: the URL {exc}", refused=exc)
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
     headers = {
         **signing.headers(secret, message_id, int(time.time()), body),

@@ -49,6 +49,8 @@ def create(runtime: Runtime, principal: Principal, url: str, events: Sequence[st
             url, allow_private=settings.webhook_allow_private_urls, max_length=settings.webhook_max_url_length
         )
     except addresses.RefusedUrl as exc:
+        extra = {"tenant_id": str(principal.tenant_id), "user_id": str(principal.user_id), **exc.log_fields()}
+        log.warning("webhook URL refused", extra=extra)
         raise InvalidInput.field("url", str(exc)) from exc
     secret = new_secret()
     box = SecretBox(settings.webhook_secret_keys)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections import Counter
 from typing import Any
 
 from flask.testing import FlaskClient
@@ -74,3 +76,30 @@ def audit_rows(db: Database, tenant_id: uuid.UUID, action: str) -> list[AuditEve
             .order_by(AuditEvent.created_at)
         )
         return list(session.scalars(statement))
+
+
+def replayed_events(client: FlaskClient, person: Person, run_id: str) -> list[tuple[int, str, dict[str, Any]]]:
+    """A finished run's whole event log as ``GET /v1/runs/{id}/events`` replays it: ``(id, event, data)``."""
+    response = client.get(f"/v1/runs/{run_id}/events", headers={**person.headers, "Accept": "text/event-stream"})
+    assert response.status_code == 200, response.data[:300]
+    events = []
+    for frame in response.get_data(as_text=True).split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in frame.splitlines() if not line.startswith(":") and ": " in line)
+        if "event" in fields:
+            events.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
+    assert [type_ for _, type_, _ in events[-1:]] == ["run.finished"], "the replay ends with run.finished"
+    return events
+
+
+def assert_paired(events: list[tuple[int, str, dict[str, Any]]], opens: str, closes: str, key: str) -> list[str]:
+    """Every ``key`` in the log is opened once by ``opens`` and closed once by ``closes``, after it; the keys, in
+    order of opening."""
+    opened = [data[key] for _, type_, data in events if type_ == opens]
+    closed = [data[key] for _, type_, data in events if type_ == closes]
+    twice = {name: count for name, count in Counter(opened).items() if count > 1}
+    assert not twice, f"{opens} more than once: {twice}"
+    assert sorted(closed) == sorted(opened), f"{opens} {opened} but {closes} {closed}"
+    position = {(type_, data[key]): index for index, (_, type_, data) in enumerate(events) if type_ in (opens, closes)}
+    early = [name for name in opened if position[(closes, name)] < position[(opens, name)]]
+    assert not early, f"{closes} before {opens}: {early}"
+    return opened

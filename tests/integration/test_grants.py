@@ -15,13 +15,14 @@ from flask.testing import FlaskClient
 from sqlalchemy import select, text, update
 
 from hango import grants
-from hango.agent.messages import user_message
+from hango.agent.messages import ToolCall, user_message
+from hango.agent.state import GrantLookup
 from hango.api import create_app
 from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
 from hango.errors import Conflict
-from hango.grants import GrantSpec
+from hango.grants import GrantQuery, GrantSpec
 from hango.models import Grant, PendingApproval, Run
 from hango.run import service
 from hango.run.runtime import Runtime
@@ -226,17 +227,20 @@ class Scene:
 
     def lookup(self, arguments: dict[str, Any], **changes: Any) -> uuid.UUID | None:
         """The id of the grant :func:`grants.live_grant` answers with, or None."""
-        where: dict[str, Any] = {
-            "tenant_id": self.tenant.id,
-            "agent_id": self.agent,
-            "run_id": self.run.id,
-            "tool_name": "write_file",
-            "now": datetime.now(UTC),
-            **changes,
-        }
         with self.runtime.db.transaction() as session:
-            found = grants.live_grant(session, arguments=arguments, **where)
+            found = grants.live_grant(session, self.query(arguments, **changes), changes.get("now", datetime.now(UTC)))
             return found.id if found is not None else None
+
+    def query(self, arguments: dict[str, Any], **changes: Any) -> GrantQuery:
+        """The loop's question for a held ``write_file`` call with these arguments (``changes``: other ids, tool,
+        reviewers)."""
+        call = ToolCall("c1", changes.get("tool_name", "write_file"), arguments)
+        return GrantQuery(
+            changes.get("tenant_id", self.tenant.id),
+            changes.get("agent_id", self.agent),
+            changes.get("run_id", self.run.id),
+            GrantLookup(call, arguments, changes.get("reviewers")),
+        )
 
 
 @pytest.fixture
@@ -294,15 +298,7 @@ def test_a_revocation_racing_a_lookup_waits_for_the_lookups_commit(scene: Scene)
     grant = scene.grant()
     revoked = threading.Event()
     with scene.runtime.db.transaction() as session:
-        found = grants.live_grant(
-            session,
-            tenant_id=scene.tenant.id,
-            agent_id=scene.agent,
-            run_id=scene.run.id,
-            tool_name="write_file",
-            arguments=NOTE,
-            now=datetime.now(UTC),
-        )
+        found = grants.live_grant(session, scene.query(NOTE), datetime.now(UTC))
         assert found is not None
         assert found.id == grant.id
 
@@ -348,17 +344,19 @@ def test_approving_with_remember_creates_a_grant_of_exactly_that_call(
     agent_id = client.get(f"/v1/runs/{waiting}", headers=tenant.owner.headers).json["agent_id"]
     assert (grant["agent_id"], grant["tool_name"], grant["run_id"]) == (agent_id, "write_file", None)
     assert grant["when"] == {"file_path": {"equals": MEMORY}, "content": {"equals": "new line"}}
+    assert grant["exact"] is True
     assert grant["created_by"] == str(tenant.owner.user_id)
     [audit] = audit_rows(db, tenant.id, "grant.create")
     assert audit.detail["approval_id"] == item["id"]
     assert audit.target_id == grant["id"]
-    with db.transaction() as session:
-        now = datetime.now(UTC)
-        lookup = {"tenant_id": tenant.id, "agent_id": uuid.UUID(agent_id), "run_id": uuid.uuid4(), "now": now}
-        same = grants.live_grant(session, tool_name="write_file", arguments=item["arguments"], **lookup)
-        other = grants.live_grant(
-            session, tool_name="write_file", arguments={**item["arguments"], "content": "?"}, **lookup
-        )
+
+    def lookup(arguments: dict[str, Any]) -> Grant | None:
+        held = GrantLookup(ToolCall("c", "write_file", arguments), arguments)
+        query = GrantQuery(tenant.id, uuid.UUID(agent_id), uuid.uuid4(), held)
+        with db.transaction() as session:
+            return grants.live_grant(session, query, datetime.now(UTC))
+
+    same, other = lookup(item["arguments"]), lookup({**item["arguments"], "content": "?"})
     assert same is not None
     assert str(same.id) == grant["id"]
     assert other is None

@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import delete, select
 
 from hango import approvals, tenancy
+from hango.approval_requests import read_request
 from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
@@ -492,13 +493,13 @@ def test_named_approvals_are_the_known_calls_a_request_names_once_each(
             {"tool_call_id": "zzz", "decision": "approve"},
         ]
     }
-    assert approvals.named_approvals(list(run.rows.values()), body) == [
+    assert approvals.named_approvals(list(run.rows.values()), read_request(body).named) == [
         approvals.NamedApproval(a.id, "a", "write_file", "edit", True),
         approvals.NamedApproval(b.id, "b", "write_file", None, None),
         approvals.NamedApproval(c.id, "c", "write_file", "edit", False),
     ]
     one = {"decisions": [{"tool_call_id": "b", "decision": "approve"}]}
-    assert approvals.named_approvals(list(run.rows.values()), one) == [
+    assert approvals.named_approvals(list(run.rows.values()), read_request(one).named) == [
         approvals.NamedApproval(b.id, "b", "write_file", "approve", None)
     ]
 
@@ -506,7 +507,7 @@ def test_named_approvals_are_the_known_calls_a_request_names_once_each(
 @pytest.mark.parametrize("body", [None, [], "x", {}, {"decisions": {"tool_call_id": "a"}}, {"decisions": "a"}])
 def test_a_body_without_a_list_of_decisions_names_nothing(runtime: Runtime, make: Any, body: Any) -> None:
     run = make(_write("a"))
-    assert approvals.named_approvals(list(run.rows.values()), body) == []
+    assert approvals.named_approvals(list(run.rows.values()), read_request(body).named) == []
 
 
 def test_the_audit_detail_never_holds_arguments_and_says_whether_an_edit_changed_them() -> None:

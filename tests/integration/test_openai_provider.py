@@ -66,7 +66,21 @@ def test_tool_calls_keep_their_ids_names_parsed_arguments_and_order(stub: StubPr
     assert turn.usage == Usage(input_tokens=321, output_tokens=54)
 
 
-@pytest.mark.parametrize("arguments", ['{"path": "a.md"', "path=a.md", '["a.md"]', "null"])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"path": "a.md"',
+        "path=a.md",
+        '["a.md"]',
+        "null",
+        # What Python's reader takes but JSON (and jsonb) does not: NaN, an infinity, 1e400 read as one, and an
+        # integer past Python's digit limit (a ValueError, not a JSONDecodeError).
+        '{"offset": NaN}',
+        '{"offset": -Infinity}',
+        '{"offset": 1e400}',
+        '{"offset": ' + "9" * 5000 + "}",
+    ],
+)
 def test_arguments_that_are_not_a_json_object_are_kept_raw_for_validation_to_reject(
     stub: StubProvider, arguments: str
 ) -> None:

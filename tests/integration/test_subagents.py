@@ -10,7 +10,16 @@ from flask.testing import FlaskClient
 
 from hango.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, messages_of, start_run, wait_for_state
-from tests.integration.hitl_helpers import MEMORY, decide, event_types, pending, tool_results, write_memory
+from tests.integration.hitl_helpers import (
+    MEMORY,
+    assert_paired,
+    decide,
+    event_types,
+    pending,
+    replayed_events,
+    tool_results,
+    write_memory,
+)
 from tests.support.tools import executions
 
 pytestmark = pytest.mark.usefixtures("worker_process")
@@ -297,6 +306,11 @@ def test_a_crash_mid_child_resumes_the_child_without_rerunning_its_completed_cal
     assert results["s1"]["content"] == "tool call interrupted"
     assert results["t"]["content"] == "child finished"
     assert event_types(db, run_id).count("subagent.started") == 1
+    # The task call re-driven after the crash is not announced again; the interrupted call's answer finishes it.
+    events = replayed_events(client, tenant.owner, run_id)
+    assert set(assert_paired(events, "tool.started", "tool.finished", "tool_call_id")) == {"t", "c1", "s1", "c2"}
+    [interrupted] = [data for _, type_, data in events if type_ == "tool.finished" and data["tool_call_id"] == "s1"]
+    assert interrupted["is_error"] is True
 
 
 def _sleep_started(client: FlaskClient, tenant: TenantFixture, db: Database, run_id: str) -> bool:

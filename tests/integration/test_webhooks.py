@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import base64
+import json
+import logging
+import re
 import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from hango.api import create_app
+from hango.client import types as client_types
 from hango.config import Settings
 from hango.db import Database
 from hango.models import AuditEvent, Webhook, WebhookDelivery
@@ -25,7 +29,7 @@ from hango.webhooks import delivery
 from hango.webhooks.signing import verify
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, finished, pending, suspended_run, write_memory
-from tests.support.processes import wait_until, worker
+from tests.support.processes import log_path, wait_until, worker, worker_log_name
 from tests.support.receiver import Received, Receiver, receiving
 
 pytestmark = pytest.mark.usefixtures("worker_process")
@@ -117,20 +121,25 @@ def test_the_secret_is_shown_once_stored_encrypted_and_never_audited(
     assert receiver.url not in str(audit.detail)
 
 
+PRIVATE = "resolves to a private, loopback, link-local or reserved address"
+# Any IPv4 or IPv6 address written out: what a refusal must not tell the caller.
+ADDRESS = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b|[0-9a-f]*:[0-9a-f:.]*:[0-9a-f.]*", re.IGNORECASE)
+
+
 @pytest.mark.parametrize(
     ("url", "why"),
     [
         ("http://93.184.215.14/hook", "https"),
-        ("https://127.0.0.1/hook", "127.0.0.1"),
-        ("https://localhost/hook", "127.0.0.1"),
-        ("https://10.1.2.3/hook", "10.1.2.3"),
-        ("https://192.168.0.7/hook", "192.168.0.7"),
-        ("https://169.254.169.254/latest/meta-data", "169.254.169.254"),
-        ("https://[::1]/hook", "::1"),
-        ("https://[fd00:ec2::254]/hook", "fd00:ec2::254"),
-        ("https://[::ffff:127.0.0.1]/hook", "::ffff:7f00:1"),
-        ("https://0.0.0.0/hook", "0.0.0.0"),  # noqa: S104 (a URL refused, nothing binds)
-        ("https://224.0.0.1/hook", "224.0.0.1"),
+        ("https://127.0.0.1/hook", PRIVATE),
+        ("https://localhost/hook", PRIVATE),
+        ("https://10.1.2.3/hook", PRIVATE),
+        ("https://192.168.0.7/hook", PRIVATE),
+        ("https://169.254.169.254/latest/meta-data", PRIVATE),
+        ("https://[::1]/hook", PRIVATE),
+        ("https://[fd00:ec2::254]/hook", PRIVATE),
+        ("https://[::ffff:127.0.0.1]/hook", PRIVATE),
+        ("https://0.0.0.0/hook", PRIVATE),
+        ("https://224.0.0.1/hook", PRIVATE),
         ("ftp://93.184.215.14/hook", "https"),
         ("https://user:pw@93.184.215.14/hook", "credentials"),
         ("https:///hook", "host"),
@@ -147,6 +156,25 @@ def test_a_url_that_could_reach_inside_is_refused_at_creation(
     [error] = response.json["errors"]
     assert error["field"] == "url"
     assert why in error["message"]
+    assert not ADDRESS.search(response.json["detail"]), response.json
+    assert not ADDRESS.search(error["message"]), error
+
+
+def test_a_refused_name_says_only_what_kind_of_address_it_resolves_to_and_the_log_says_which(
+    settings: Settings, db: Database, tenant: TenantFixture, caplog: pytest.LogCaptureFixture
+) -> None:
+    strict = client_with(settings, db, webhook_allow_private_urls=False)
+    body = {"url": "https://localhost:8443/hook?token=s3cret", "events": ["run.finished"]}
+    with caplog.at_level(logging.WARNING, logger="hango.webhooks"):
+        response = strict.post("/v1/webhooks", json=body, headers=tenant.owner.headers)
+    assert response.status_code == 400, response.json
+    assert response.json["detail"] == f"url: {PRIVATE}"
+    assert response.json["errors"] == [{"field": "url", "message": PRIVATE}]
+    [line] = [record for record in caplog.records if record.getMessage() == "webhook URL refused"]
+    assert line.levelno == logging.WARNING
+    assert vars(line)["address"] in ("127.0.0.1", "::1")
+    assert (vars(line)["host"], vars(line)["tenant_id"]) == ("localhost", str(tenant.id))
+    assert "s3cret" not in str(vars(line))
 
 
 def test_a_public_https_url_is_accepted_and_plain_http_only_goes_to_private_addresses(
@@ -161,6 +189,13 @@ def test_a_public_https_url_is_accepted_and_plain_http_only_goes_to_private_addr
     response = lenient.post("/v1/webhooks", json=body, headers=tenant.owner.headers)
     assert response.status_code == 400
     assert response.json["errors"][0]["field"] == "url"
+
+
+def test_the_api_document_and_the_client_offer_the_same_event_types(client: FlaskClient) -> None:
+    schema = client.get("/openapi.json").json["components"]["schemas"]["WebhookCreate"]
+    offered = schema["properties"]["events"]["items"]["enum"]
+    assert offered == list(get_args(client_types.WebhookEventType))
+    assert {"approval.cancelled", "approval.escalated"} <= set(offered)
 
 
 @pytest.mark.parametrize(
@@ -260,6 +295,35 @@ def test_deliveries_are_signed_with_the_secret_and_carry_the_approval_the_run_an
     assert verified(ended, created["secret"])
     assert (ended.json["data"]["id"], ended.json["data"]["state"]) == (run_id, "succeeded")
     assert len({r.headers["webhook-id"] for r in (requested, decided, ended)}) == 3
+
+
+def test_cancelling_a_waiting_run_sends_approval_cancelled_once_per_pending_approval(
+    client: FlaskClient, tenant: TenantFixture, receiver: Receiver
+) -> None:
+    created = create_webhook(client, tenant.owner, receiver.url, ["approval.cancelled"])
+    run_id = suspended_run(client, tenant, [{"tool_calls": [write_memory("a", "w1"), write_memory("b", "w2")]}])
+    approvals = {item["id"]: item for item in pending(client, tenant.owner, run_id)}
+    assert len(approvals) == 2
+    cancelled = client.post(f"/v1/runs/{run_id}/cancel", headers=tenant.owner.headers)
+    assert cancelled.status_code == 200, cancelled.json
+    received = arrived(receiver, "approval.cancelled", 2)
+    assert all(verified(request, created["secret"]) for request in received)
+    assert len({request.headers["webhook-id"] for request in received}) == 2
+    items = {request.json["data"]["id"]: request.json["data"] for request in received}
+    assert set(items) == set(approvals)
+    for approval_id, item in items.items():
+        assert {k: item[k] for k in ("run_id", "tool_call_id", "state")} == {
+            "run_id": run_id,
+            "tool_call_id": approvals[approval_id]["tool_call_id"],
+            "state": "cancelled",
+        }
+        assert item["links"] == {
+            "inbox": f"https://hango.example/inbox/approvals/{approval_id}",
+            "run": f"https://hango.example/v1/runs/{run_id}",
+        }
+    # Once each, and nothing this webhook did not ask for (the run's run.finished, say).
+    logged = deliveries(client, tenant.owner, created["id"])
+    assert sorted(d["event_type"] for d in logged) == ["approval.cancelled", "approval.cancelled"]
 
 
 def test_a_named_host_is_reached_at_its_checked_address_with_its_name_as_host(
@@ -399,9 +463,13 @@ def test_at_delivery_a_name_resolving_to_loopback_is_refused_when_private_urls_a
         failed = delivery_of(client, tenant.owner, created["id"], "approval.decided", "failed")
         wait_for_state(client, tenant.owner, run_id, {"succeeded"})
     assert failed["last_status_code"] is None
-    assert "127.0.0.1" in failed["last_error"]
-    assert failed["last_error"].startswith("refused")
+    assert failed["last_error"] == f"refused: the URL {PRIVATE}"
     assert receiver.received == []
+    # The address the name resolved to is in the worker's log, with the ids to find the delivery by.
+    log = log_path(worker_log_name(strict, "webhooks-strict")).read_text(errors="replace").splitlines()
+    [line] = [json.loads(text) for text in log if "webhook URL refused" in text and created["id"] in text]
+    assert line["address"] in ("127.0.0.1", "::1")
+    assert (line["tenant_id"], line["delivery_id"], line["host"]) == (str(tenant.id), failed["id"], "localhost")
 
 
 def test_a_reminder_is_sent_once_before_expiry_and_the_expiry_is_delivered(

@@ -13,7 +13,7 @@ from hango.agent.files import FileInfo, StorageUse
 from hango.agent.loop import GrantWithdrawn, RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
 from hango.agent.paths import is_agent_path, normalize_path
-from hango.agent.state import Decision, LoopState, PendingCall, StandingApproval
+from hango.agent.state import Decision, GrantLookup, LoopState, PendingCall, StandingApproval
 
 
 @dataclass
@@ -123,11 +123,14 @@ class MemoryPort:
     stored: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     started: list[str] = field(default_factory=list)
+    # Calls finished by the messages of an append outside a batch (a repair), in order.
+    finished: list[str] = field(default_factory=list)
     # Approval ids marked executing, in order, and how each batch's approved calls ended.
     executing: list[str] = field(default_factory=list)
     executions: dict[str, str] = field(default_factory=dict)
     # Standing approvals by tool name, and the calls recorded as decided by one.
     grants: dict[str, StandingApproval] = field(default_factory=dict)
+    grant_lookups: list[GrantLookup] = field(default_factory=list)
     granted: list[str] = field(default_factory=list)
     # Revoke every grant when the loop first records a granted call (a revocation racing the loop).
     revoke_on_record: bool = False
@@ -144,20 +147,30 @@ class MemoryPort:
         if self.stop_after is not None and len(self.stored) >= self.stop_after:
             raise RunStopped("stopped by the test")
 
-    def append(self, messages: list[Message], state: LoopState, usage: Usage | None = None) -> list[Message]:
+    def append(
+        self,
+        messages: list[Message],
+        state: LoopState,
+        usage: Usage | None = None,
+        *,
+        finished: Sequence[tuple[ToolCall, ToolResult]] = (),
+    ) -> list[Message]:
+        self.finished += [call.id for call, _ in finished]
         stored = [Message(m.role, m.content, seq=len(self.stored) + i + 1) for i, m in enumerate(messages)]
         self.stored += stored
         self.usage = self.usage + (usage or Usage())
         return stored
 
-    def tool_started(self, call: ToolCall) -> None:
+    def tool_started(self, call: ToolCall, state: LoopState) -> None:
+        assert call.id in state.announced, "the state that goes with tool.started names the call"
         self.started.append(call.id)
 
     def execution_started(self, approval_id: str) -> None:
         self.executing.append(approval_id)
 
-    def standing_approval(self, call: ToolCall) -> StandingApproval | None:
-        return self.grants.get(call.name)
+    def standing_approval(self, lookup: GrantLookup) -> StandingApproval | None:
+        self.grant_lookups.append(lookup)
+        return self.grants.get(lookup.call.name)
 
     def record_granted(self, granted: Sequence[PendingCall], state: LoopState) -> dict[str, Decision]:
         if self.revoke_on_record:

@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
-from hango.agent.interrupts import InterruptRule
+from hango.agent.tools.base import Tool
+from hango.agent.tools.filesystem import EDIT_FILE
 from hango.config import Settings
-from hango.grants import exact_call, ttl_errors, when_errors
+from hango.grants import covers, exact_call, ttl_errors, when_errors, with_defaults
+from hango.models import Grant
 
 SETTINGS = Settings()
 
@@ -59,18 +61,37 @@ def test_when_is_bounded_by_its_json_size() -> None:
     assert "HANGO_GRANT_MAX_WHEN_BYTES" in error.message
 
 
-def test_the_remembered_when_matches_the_approved_call_and_no_other_value() -> None:
+def _exact_grant(arguments: dict[str, Any], tool: Tool | None) -> Grant:
+    return Grant(tool_name=tool.name if tool else "count", when=exact_call(arguments, tool), exact=True)
+
+
+def _covered(grant: Grant, arguments: dict[str, Any], tool: Tool | None) -> bool:
+    return covers(grant, arguments, with_defaults(tool, arguments))
+
+
+def test_a_remembered_call_pins_every_argument_and_no_other_value() -> None:
     arguments = {"file_path": "/memories/AGENTS.md", "content": "hi", "count": 1, "flags": {"a": [1, 2]}}
-    when = exact_call(arguments)
-    assert when is not None
-    assert when_errors(when, SETTINGS) == []
-    rule = InterruptRule((), when)
-    assert rule.matches(arguments)
-    assert rule.matches({**arguments, "file_path": "/memories/./AGENTS.md"})  # the same path, normalised
+    grant = _exact_grant(arguments, None)
+    assert grant.when is not None
+    assert when_errors(grant.when, SETTINGS) == []
+    assert _covered(grant, arguments, None)
+    assert _covered(grant, dict(reversed(arguments.items())), None)  # key order is not a value
     for name, other in [("content", "hi "), ("count", 1.0), ("count", True), ("flags", {"a": [2, 1]})]:
-        assert not rule.matches({**arguments, name: other})
-    assert not rule.matches({name: value for name, value in arguments.items() if name != "content"})
+        assert not _covered(grant, {**arguments, name: other}, None)
+    assert not _covered(grant, {name: value for name, value in arguments.items() if name != "content"}, None)
+    assert not _covered(grant, {**arguments, "extra": None}, None)  # an argument the approved call did not give
+    # Exactly as approved: another spelling of the path is another call (a rule's prefix normalises; this does not).
+    assert not _covered(grant, {**arguments, "file_path": "/memories/./AGENTS.md"}, None)
+
+
+def test_an_argument_left_to_its_default_is_pinned_to_that_default() -> None:
+    edit = {"file_path": "/memories/AGENTS.md", "old_string": "a", "new_string": "b"}
+    grant = _exact_grant(edit, EDIT_FILE)
+    assert grant.when == {name: {"equals": value} for name, value in {**edit, "replace_all": False}.items()}
+    assert _covered(grant, edit, EDIT_FILE)
+    assert _covered(grant, {**edit, "replace_all": False}, EDIT_FILE)  # the default, said out loud
+    assert not _covered(grant, {**edit, "replace_all": True}, EDIT_FILE)
 
 
 def test_a_call_without_arguments_has_no_exact_when() -> None:
-    assert exact_call({}) is None  # so remember refuses it without a when of the reviewer's own
+    assert exact_call({}, None) is None  # so remember refuses it without a when of the reviewer's own

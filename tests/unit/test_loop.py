@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from hango.agent.loop import AgentLoop, LoopConfig, RunStopped
-from hango.agent.messages import Message, text_block
+from hango.agent.loop import AgentLoop, LoopConfig, RunStopped, SuspendBatch
+from hango.agent.messages import Message, ToolCall, text_block
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.base import PermanentModelError
 from hango.agent.models.scripted import EXHAUSTED_TEXT, ScriptedModel, generated_call_id
@@ -18,6 +18,7 @@ from hango.agent.state import (
     Done,
     Failed,
     LoopState,
+    PendingCall,
     StandingApproval,
     StateVersionError,
     dump_state,
@@ -209,3 +210,60 @@ def test_a_grant_revoked_before_its_call_is_recorded_sends_the_call_back_to_a_hu
     assert [(p.call.id, p.granted) for p in outcome.pending] == [("e", None)]
     assert CALLS == []
     assert port.executing == []
+
+
+def test_announced_calls_are_persisted_and_a_state_stored_before_them_loads_with_none() -> None:
+    state = LoopState([], suspended_batch=["t", "c"], announced=["t"])
+    assert load_state(dump_state(state), []).announced == ["t"]
+    assert "announced" not in dump_state(LoopState([]))["private"]
+    # The layout of a state an earlier release stored: it resumes, with nothing announced yet.
+    earlier = {"version": 1, "private": {"suspended_batch": ["t", "c"], "suspended_at": "2024-05-01T10:00:00+00:00"}}
+    assert load_state(earlier, []).announced == []
+
+
+TASK = "task"  # the name the repair middleware re-drives instead of repairing
+
+
+def _delegating(waits: list[bool]) -> Tool:
+    """A ``task`` tool whose child waits for a human as many times as ``waits`` says, then answers."""
+
+    def handler(context: Any, args: dict[str, Any]) -> str:
+        if waits.pop(0):
+            raise SuspendBatch([PendingCall(ToolCall("inner", "write_file", {}), ("approve",))])
+        return "child done"
+
+    return Tool(TASK, "Delegate.", {"type": "object"}, handler, delegates=True)
+
+
+def test_a_delegating_call_re_driven_after_each_suspension_of_its_child_is_announced_once() -> None:
+    CALLS.clear()
+    port = MemoryPort()
+    registry = ToolRegistry([ECHO, _delegating([True, True, False])])
+    calls = [{"id": "t", "name": TASK, "args": {}}, {"id": "e", "name": "echo", "args": {"text": "x"}}]
+    config = LoopConfig(system_prompt="sys", tool_names=("echo", TASK), max_turns=10)
+    script = [{"tool_calls": calls}, {"text": "b"}]
+    state = _start()
+    for _ in range(2):
+        loop = AgentLoop(config, ScriptedModel(script, "run-1"), default_chain(["echo", TASK]), registry, port, port)
+        assert isinstance(loop.run(state), AwaitingApproval)
+        # What the next worker resumes from: the stored state (the history is stored as it was made).
+        state = load_state(dump_state(state), state.messages)
+        assert state.announced == ["t"]
+    loop = AgentLoop(config, ScriptedModel(script, "run-1"), default_chain(["echo", TASK]), registry, port, port)
+    assert loop.run(state) == Done("b")
+    assert port.started == ["t", "e"]
+    assert CALLS == ["x"]
+    assert state.announced == []
+
+
+def test_a_call_announced_before_a_crash_is_finished_by_its_repair_and_not_announced_again() -> None:
+    CALLS.clear()
+    history = [
+        Message("user", [text_block("go")], seq=1),
+        Message("assistant", [{"type": "tool_use", "id": "lost", "name": "echo", "input": {"text": "x"}}], seq=2),
+    ]
+    port = MemoryPort()
+    state = LoopState(history, announced=["lost"])
+    assert _loop([{"text": "unused"}, {"text": "finished"}], port).run(state) == Done("finished")
+    assert (port.started, port.finished, state.announced) == ([], ["lost"], [])
+    assert CALLS == []

@@ -100,3 +100,12 @@ def test_the_connection_goes_to_the_checked_address_with_the_name_for_host_and_t
     six = addresses.resolve("http://[::1]/h", allow_private=True, max_length=100)
     assert six.connect_url() == "http://[::1]/h"
     assert six.host_header() == "[::1]"
+
+
+@pytest.mark.parametrize("url", ["https://10.1.2.3/hook", "https://[fd00:ec2::254]/hook"])
+def test_a_refusal_names_the_kind_of_address_and_keeps_the_address_for_the_log(url: str) -> None:
+    with pytest.raises(addresses.RefusedUrl) as refused:
+        addresses.resolve(url, allow_private=False, max_length=100)
+    host = url.split("/")[2].strip("[]")
+    assert str(refused.value) == "resolves to a private, loopback, link-local or reserved address"
+    assert refused.value.log_fields() == {"reason": str(refused.value), "host": host, "address": host}

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from hango.agent.files import FileSystem
 from hango.agent.messages import AssistantTurn, Message, ToolCall, ToolResult
 from hango.agent.models.base import ModelRequest
-from hango.agent.state import LoopState, Outcome, PendingCall, StandingApproval
+from hango.agent.state import GrantLookup, LoopState, Outcome, PendingCall, StandingApproval
 from hango.agent.tools.base import Tool, ToolContext
 
 
@@ -29,8 +29,9 @@ class LoopServices(Protocol):
         """A read view of the run's filesystem in a short transaction."""
         ...
 
-    def standing_approval(self, call: ToolCall) -> StandingApproval | None:
-        """The live grant that approves this call of the loop's agent (and run), if any."""
+    def standing_approval(self, lookup: GrantLookup) -> StandingApproval | None:
+        """The live grant that approves this held call of the loop's agent (and run), if any: one whose creator may
+        decide it under its rule."""
         ...
 
     def execution_started(self, approval_id: str) -> None:

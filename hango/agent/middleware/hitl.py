@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from hango.agent.interrupts import InterruptRule
 from hango.agent.messages import ToolResult
 from hango.agent.middleware.base import Chain, Middleware, ToolCallRequest, ToolHandler, Verdict
-from hango.agent.state import Decision, LoopState, PendingCall, StandingApproval
+from hango.agent.state import Decision, GrantLookup, LoopState, PendingCall, StandingApproval
 from hango.agent.tools.base import ToolSignal
 from hango.errors import HangoError
 
@@ -160,11 +160,12 @@ def _executed(request: ToolCallRequest, decision: Decision, handler: ToolHandler
 
 
 def _granted(request: ToolCallRequest, rule: InterruptRule) -> StandingApproval | None:
-    """The standing approval of a held call, where one may apply: never beyond the rule's decisions, and never
-    where the rule asks for several reviewers' approvals."""
-    if "approve" not in rule.allowed_decisions or rule.approvals_required > 1:
+    """The standing approval of a held call, where one may apply: never beyond the rule's decisions, never where
+    the rule asks for several reviewers' approvals, and only one whose creator the rule lets decide."""
+    if "approve" not in rule.allowed_decisions or rule.approvals_required > 1 or request.tool is None:
         return None
-    return request.scope.services.standing_approval(request.call)
+    lookup = GrantLookup(request.call, request.tool.with_defaults(request.call.input), rule.reviewers)
+    return request.scope.services.standing_approval(lookup)
 
 
 def load_decisions(state: LoopState, decisions: Mapping[str, Decision]) -> None:

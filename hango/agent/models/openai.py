@@ -8,6 +8,7 @@ is, so that hango runs without it.
 from __future__ import annotations
 
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
 from hango.agent.messages import AssistantTurn, Message, ToolCall, Usage
@@ -187,10 +188,22 @@ def parse_arguments(text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        arguments = json.loads(text)
-    except json.JSONDecodeError:
+        arguments = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    except ValueError:  # not JSON, NaN or an infinity, or an integer past Python's digit limit
         return {"_raw_arguments": text}
     return arguments if isinstance(arguments, dict) else {"_raw_arguments": text}
+
+
+def _not_json(constant: str) -> Any:
+    # Python's reader takes NaN and Infinity, which JSON (and PostgreSQL's jsonb) does not.
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 would be read as an infinity
+        raise ValueError(f"{text} is out of a double's range")
+    return value
 
 
 def _model_error(error: openai.APIError) -> ModelError:

@@ -104,6 +104,17 @@ class Tool:
         """What the model is told about this tool."""
         return ToolSpec(self.name, self.description, self.parameters)
 
+    def with_defaults(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments as the handler reads them: each top-level ``default`` of the schema filled in where the
+        call gives no value."""
+        properties = self.parameters.get("properties") or {}
+        defaults = {
+            name: schema["default"]
+            for name, schema in properties.items()
+            if isinstance(schema, Mapping) and "default" in schema and name not in args
+        }
+        return {**args, **defaults}
+
     def argument_errors(self, args: Any) -> list[tuple[str, str]]:
         """``(field, message)`` for every way ``args`` violates the parameters schema; empty when valid."""
         validator = Draft202012Validator(self.parameters)
@@ -153,12 +164,15 @@ def _run_handler(tool: Tool, context: ToolContext, call: ToolCall) -> str:
 
     A delegating tool runs a whole child loop, whose own tool calls each get their deadline.
     """
+    # The handler reads its schema's defaults from the arguments: what an exact standing approval pins
+    # (``hango.grants.exact_call``) is then what the tool reads, whatever default its code would have assumed.
+    arguments = tool.with_defaults(call.input)
     if tool.delegates:
-        return tool.handler(context, call.input)
+        return tool.handler(context, arguments)
     limit = context.limits.timeout
     try:
         with deadline.within(limit):
-            return tool.handler(context, call.input)
+            return tool.handler(context, arguments)
     except deadline.DeadlineExceeded:
         raise ToolTimeout(
             f"{tool.name} did not finish within {limit:g}s, the limit per tool call (HANGO_TOOL_TIMEOUT), and "
