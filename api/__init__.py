@@ -76,7 +76,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
     api = Api(app)
     for blueprint in _BLUEPRINTS:
         api.register_blueprint(blueprint)
-    app.register_blueprint(inbox.blp)
+    inbox.register(app)
     ops.register(app)
     auth.register(app)
     audit.register(app)

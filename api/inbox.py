@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from flask import Blueprint, Response, send_from_directory
+from flask import Blueprint, Flask, Response, request, send_from_directory
 
 ASSETS = Path(__file__).with_name("inbox_assets")
 SECURITY_HEADERS = {
@@ -28,12 +28,25 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 
-blp = Blueprint("inbox", __name__, url_prefix="/inbox")
+PREFIX = "/inbox"
+
+blp = Blueprint("inbox", __name__, url_prefix=PREFIX)
 
 
-@blp.after_request
+def register(app: Flask) -> None:
+    """Serve the inbox, every one of its responses carrying :data:`SECURITY_HEADERS`.
+
+    The hook is the app's, not the blueprint's: a 404 (``/inbox/nope``), a 405 (``POST /inbox``) or a 500 under
+    ``/inbox`` is answered by the app's error handlers before any blueprint is chosen, and a blueprint's hooks
+    would never see it. An error page left unprotected can still be framed or sniffed.
+    """
+    app.register_blueprint(blp)
+    app.after_request(_secure)
+
+
 def _secure(response: Response) -> Response:
-    response.headers.update(SECURITY_HEADERS)
+    if request.path == PREFIX or request.path.startswith(PREFIX + "/"):
+        response.headers.update(SECURITY_HEADERS)
     return response
 
 
