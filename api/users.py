@@ -43,6 +43,13 @@ class TokenCreated(ma.Schema):
     token = fields.String(required=True, metadata={"description": "shown only in this response"})
 
 
+class Me(ma.Schema):
+    user_id = fields.UUID(required=True)
+    email = fields.String(attribute="user.email", required=True)
+    tenant_id = fields.UUID(required=True)
+    role = fields.String(required=True, validate=validate.OneOf(ROLES))
+
+
 UserList = list_of(User, "UserList")
 
 
@@ -57,6 +64,13 @@ def create_user(body: dict[str, Any]) -> dict[str, Any]:
     membership = created.membership
     audit_target("user", membership.user_id, role=membership.role)
     return {"id": membership.user_id, "email": membership.user.email, "role": membership.role, "token": created.token}
+
+
+@blp.route("/me", methods=["GET"])
+@blp.response(200, Me)
+def me() -> Any:
+    """The token's user: who the caller is, in which tenant, with which role (a page offers what the role allows)."""
+    return tenancy.membership_of(services().db, principal())
 
 
 @blp.route("/users", methods=["GET"])

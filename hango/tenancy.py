@@ -120,6 +120,12 @@ def create_member(db: Database, principal: Principal, email: str, role: Role) ->
     return NewMember(membership=membership, token=token)
 
 
+def membership_of(db: Database, principal: Principal) -> Membership:
+    """The caller's own membership (with its user): anyone may read who they are."""
+    with db.transaction() as session:
+        return tenant_store.get_membership(session, principal.tenant_id, principal.user_id)
+
+
 def list_members(db: Database, principal: Principal, page: PageRequest) -> Page[Membership]:
     """The tenant's users with their roles (owners and admins only)."""
     require_manager(principal)

@@ -131,13 +131,29 @@ def list_for_run(
     return paginate(session, _filtered(statement, state), [PendingApproval.created_at, PendingApproval.id], page)
 
 
-def list_for_tenant(session: Session, principal: Principal, state: str, page: PageRequest) -> Page[PendingApproval]:
-    """The tenant's approval queue, oldest first; a member sees the approvals of their own runs only."""
+def _visible_to(principal: Principal) -> Select[PendingApproval]:
+    """The approvals a principal may see: the tenant's, and for a member only those of the runs they created."""
     statement = select(PendingApproval).where(PendingApproval.tenant_id == principal.tenant_id)
     if not principal.is_manager:
         # The same rule as runs.visible_to, on the creator copied into each approval: an index range, no join.
         statement = statement.where(PendingApproval.run_creator == principal.user_id)
+    return statement
+
+
+def list_for_tenant(session: Session, principal: Principal, state: str, page: PageRequest) -> Page[PendingApproval]:
+    """The tenant's approval queue, oldest first; a member sees the approvals of their own runs only."""
+    statement = _visible_to(principal)
     return paginate(session, _filtered(statement, state), [PendingApproval.created_at, PendingApproval.id], page)
+
+
+def get_visible(session: Session, principal: Principal, approval_id: uuid.UUID) -> PendingApproval:
+    """One approval the principal may see, with its votes; :class:`~hango.errors.NotFound` otherwise (another
+    tenant's, or for a member another member's run's), so that its existence is never revealed."""
+    statement = _visible_to(principal).where(PendingApproval.id == approval_id)
+    row = session.scalar(statement.options(selectinload(PendingApproval.votes)))
+    if row is None:
+        raise NotFound(f"approval {approval_id} not found")
+    return row
 
 
 def _locked_with_approvals(members_own: bool) -> Select[Run, PendingApproval]:
