@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict
 from typing import Any
 
 import marshmallow as ma
 from flask import Response, request
 from marshmallow import fields, missing, validate
 
-from hango import approvals
+from hango import approvals, reviewing
 from hango.agent.interrupts import REVIEWER_ROLES
 from hango.api import sse
 from hango.api.audit import audit_written, audited
@@ -21,6 +22,7 @@ from hango.approval_requests import DecisionsSchema
 from hango.errors import InvalidInput
 from hango.models import APPROVAL_STATES, EXECUTIONS, VOTES
 from hango.pagination import Page
+from hango.previews import Preview
 from hango.run.stream import open_approval_stream
 from hango.store.approvals import approval_json
 
@@ -202,3 +204,100 @@ def stream_approval_events(args: dict[str, Any]) -> Response:
 def list_approvals(args: dict[str, Any]) -> dict[str, Any]:
     """The tenant's approval queue, oldest first (a member sees the approvals of their own runs)."""
     return _page(approvals.list_for_tenant(services().runtime, principal(), args["state"], page_request(args)))
+
+
+class ApprovalPreview(ma.Schema):
+    """What an approval's call would make of its file, worked out by the server with the tool's own code."""
+
+    approval_id = fields.UUID(required=True)
+    tool_name = fields.String(required=True)
+    kind = fields.String(
+        required=True,
+        validate=validate.OneOf(["file", "none"]),
+        metadata={
+            "description": "file: a write_file or edit_file call, previewed below; none: the tool changes no file "
+            "the server can show (note says so), and every other member is null or false"
+        },
+    )
+    file_path = fields.String(
+        allow_none=True, required=True, metadata={"description": "the path as the call wrote it (null: not a string)"}
+    )
+    path = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "the normalised path the tool will write (. and .. resolved, repeated / collapsed); null "
+            "when the tool refuses the path"
+        },
+    )
+    path_differs = fields.Boolean(
+        required=True, metadata={"description": "path is not file_path: the call names the file by another spelling"}
+    )
+    storage = fields.String(
+        allow_none=True,
+        required=True,
+        validate=validate.OneOf(["agent", "run"]),
+        metadata={
+            "description": "agent: /memories/ or /skills/, which persist across the agent's runs; run: the run's "
+            "scratch space; null without a path"
+        },
+    )
+    exists = fields.Boolean(
+        allow_none=True, required=True, metadata={"description": "whether the file exists now; null without a path"}
+    )
+    error = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "the error result the tool would answer instead of changing the file (its arguments' "
+            "schema, a path escaping /, old_string not found or not unique, a budget); null when it would succeed"
+        },
+    )
+    diff = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "unified diff of the file as it is now (/dev/null when it does not exist) against what the "
+            "call would make it, 3 lines of context; empty when nothing changes; null on an error or when too large"
+        },
+    )
+    too_large = fields.Boolean(
+        required=True,
+        metadata={
+            "description": "the change is over HANGO_PREVIEW_MAX_LINES or HANGO_PREVIEW_MAX_BYTES and was not diffed"
+        },
+    )
+    note = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "why there is no diff to show, in words a reviewer reads (no preview, too large)"},
+    )
+
+
+def _preview_json(approval_id: uuid.UUID, preview: Preview) -> dict[str, Any]:
+    return {"approval_id": approval_id, **asdict(preview), "path_differs": preview.path_differs}
+
+
+@blp.route("/approvals/<uuid:approval_id>", methods=["GET"])
+@blp.problems(404)
+@blp.response(200, Approval)
+def get_approval(approval_id: uuid.UUID) -> dict[str, Any]:
+    """One approval in any state, as the lists show it (a member: their own runs' only; otherwise 404)."""
+    row = reviewing.get_approval(services().runtime, principal(), approval_id)
+    return approval_json(row, services().settings.approval_ttl)
+
+
+@blp.route("/approvals/<uuid:approval_id>/preview", methods=["GET"])
+@blp.problems(404)
+@blp.response(200, ApprovalPreview)
+def preview_approval(approval_id: uuid.UUID) -> dict[str, Any]:
+    """What the call would make of its file, computed by the server (anyone who can see the approval).
+
+    For ``write_file`` and ``edit_file``: the path as written and the normalised path the tool will write, whether
+    that file is the agent's (persists across runs) or the run's scratch, whether it exists, and the unified diff
+    of the file now against what the call would make it, or the error the tool would answer instead. The tool's
+    own code normalises the path, resolves its storage and applies the edit, on the files as they are now, with
+    the call's arguments as the model wrote them; nothing is written. Other tools: ``kind`` ``none``.
+    """
+    row, preview = reviewing.preview(services().runtime, principal(), approval_id)
+    return _preview_json(row.id, preview)

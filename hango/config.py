@@ -267,6 +267,15 @@ class Settings(BaseSettings):
     tool_timeout: Duration = Field(
         default=timedelta(seconds=30), description="one tool call; past it the call is stopped and its changes undone"
     )
+    # The approval preview diffs in the API process, inside a request: only what it can diff quickly is diffed.
+    preview_max_lines: WholeNumber = Field(
+        default=5000,
+        description="lines an approval preview diffs at most (the changed part of the file, as it is now and as the "
+        "call would make it, together); a larger change is answered as too large to preview",
+    )
+    preview_max_bytes: WholeNumber = Field(
+        default=1_048_576, description="UTF-8 bytes an approval preview diffs at most, counted like its lines"
+    )
     # Operations surface: Flower's basic auth and the bearer token /metrics asks for.
     flower_basic_auth: BasicAuth | None = Field(
         default=None, description="`user:password` Flower asks for; unset, `hango flower` refuses to start"
