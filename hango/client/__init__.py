@@ -10,16 +10,29 @@ with Client("http://127.0.0.1:8000", token) as hango:
 
 from hango.client.client import Client
 from hango.client.errors import ClientError, ProblemError, TransportError
-from hango.client.types import Approval, Decision, DecisionResult, Event, Grant, Page, Remember, Run
+from hango.client.types import (
+    Approval,
+    ApprovalPreview,
+    Decision,
+    DecisionResult,
+    Event,
+    Grant,
+    Me,
+    Page,
+    Remember,
+    Run,
+)
 
 __all__ = [
     "Approval",
+    "ApprovalPreview",
     "Client",
     "ClientError",
     "Decision",
     "DecisionResult",
     "Event",
     "Grant",
+    "Me",
     "Page",
     "ProblemError",
     "Remember",

@@ -15,6 +15,7 @@ from hango.client.sse import ReconnectingStream
 from hango.client.types import (
     Agent,
     Approval,
+    ApprovalPreview,
     AuditEvent,
     CreatedUser,
     CreatedWebhook,
@@ -26,6 +27,7 @@ from hango.client.types import (
     FileInfo,
     Grant,
     IssuedToken,
+    Me,
     Message,
     Page,
     Role,
@@ -96,6 +98,10 @@ class Client:
         return cast(dict[str, Any], self._request("GET", "/openapi.json"))
 
     # Users and tokens.
+
+    def me(self) -> Me:
+        """``GET /v1/me``: the token's user, tenant and role."""
+        return cast(Me, self._request("GET", "/v1/me"))
 
     def create_user(self, email: str, role: Role) -> CreatedUser:
         """Create a user of the tenant (owner, admin); the answer holds its first token, shown only here."""
@@ -236,15 +242,13 @@ class Client:
         return _pages(lambda cursor: self.list_approvals(state=state, limit=limit, cursor=cursor))
 
     def get_approval(self, approval_id: str) -> Approval:
-        """One approval by id, in any state.
+        """``GET /v1/approvals/{id}``: one approval in any state (a 404 problem when the caller cannot see it)."""
+        return cast(Approval, self._request("GET", f"/v1/approvals/{_segment(approval_id)}"))
 
-        The server has no endpoint for one approval, so this walks the tenant's list (``state=all``, 200 a page)
-        and raises the 404 problem the server would when the caller sees no approval by that id.
-        """
-        for approval in self.iter_approvals(state="all", limit=200):
-            if approval["id"] == approval_id:
-                return approval
-        raise ProblemError.not_found(f"no approval {approval_id} is visible to this token")
+    def approval_preview(self, approval_id: str) -> ApprovalPreview:
+        """``GET /v1/approvals/{id}/preview``: what the call would make of its file, worked out by the server for
+        the normalised path the tool will write (``kind`` ``none`` for a tool that changes no file)."""
+        return cast(ApprovalPreview, self._request("GET", f"/v1/approvals/{_segment(approval_id)}/preview"))
 
     def decide(self, run_id: str, decisions: list[Decision]) -> DecisionResult:
         """Decide every pending call of a suspended run in one request (owner, admin; never a member).
@@ -410,6 +414,11 @@ def _pages(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
         cursor = page["next_cursor"]
         if not cursor:
             return
+
+
+def _segment(text: str) -> str:
+    """``text`` as one path segment: a ``/``, ``?`` or ``#`` in an id must not reach another route."""
+    return quote(text, safe="")
 
 
 def _file_url(agent_id: str, path: str) -> str:

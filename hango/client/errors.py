@@ -57,13 +57,6 @@ class ProblemError(ClientError):
             body,
         )
 
-    @classmethod
-    def not_found(cls, detail: str) -> ProblemError:
-        """A 404 the client concludes itself, shaped as the server's (see :meth:`Client.get_approval`)."""
-        body: dict[str, Any] = {"type": "urn:hango:problem:not-found", "title": "Not Found", "status": 404}
-        body["detail"] = detail
-        return cls(404, body["type"], body["title"], detail, [], body)
-
 
 class TransportError(ClientError):
     """The server could not be reached, or the connection failed or timed out before an answer."""

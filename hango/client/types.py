@@ -38,6 +38,15 @@ class CreatedUser(TypedDict):
     token: str
 
 
+class Me(TypedDict):
+    """The token's user: ``GET /v1/me``."""
+
+    user_id: str
+    email: str
+    tenant_id: str
+    role: Role
+
+
 class IssuedToken(TypedDict):
     """A token just issued (its secret is shown only in this answer)."""
 
@@ -122,6 +131,23 @@ class Approval(TypedDict):
     reviewers: Reviewers | None  # who may decide (the rule's); None: every owner and admin
     approvals_required: int  # distinct approving reviewers the call needs; 1 is a plain decision
     votes: list[ApprovalVote]  # a quorum's votes so far, oldest first
+
+
+class ApprovalPreview(TypedDict):
+    """What an approval's call would make of its file, worked out by the server with the tool's own code."""
+
+    approval_id: str
+    tool_name: str
+    kind: Literal["file", "none"]  # none: the tool changes no file the server can show (note says so)
+    file_path: str | None  # the path as the call wrote it
+    path: str | None  # the normalised path the tool will write; None when the tool refuses the path
+    path_differs: bool
+    storage: Literal["agent", "run"] | None  # agent: /memories/ or /skills/, persisting across runs
+    exists: bool | None
+    error: str | None  # the error result the tool would answer instead of changing the file
+    diff: str | None  # unified diff of the file now against what the call would make it
+    too_large: bool  # over HANGO_PREVIEW_MAX_LINES / _BYTES: not diffed
+    note: str | None
 
 
 class Reviewers(TypedDict, total=False):

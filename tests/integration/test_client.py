@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from flask.testing import FlaskClient
 
@@ -65,12 +66,20 @@ def test_runs_are_created_read_and_listed_page_after_page(base: str, tenant: Ten
 
 def test_users_and_tokens_and_a_revoked_token_refused(base: str, tenant: TenantFixture) -> None:
     with Client(base, tenant.owner.token) as hango:
+        me = hango.me()
+        assert (me["user_id"], me["email"], me["tenant_id"], me["role"]) == (
+            str(tenant.owner.user_id),
+            tenant.owner.email,
+            str(tenant.id),
+            "owner",
+        )
         member = hango.create_user(f"m-{uuid.uuid4().hex[:8]}@example.com", "member")
         emails = [user["email"] for user in hango.iter_users(limit=1)]
         assert member["email"] in emails
         assert len(emails) == len(set(emails)) == 2
         issued = hango.create_token(member["id"])
         with Client(base, issued["token"]) as as_member:
+            assert as_member.me()["role"] == "member"
             assert list(as_member.iter_runs()) == []
             hango.revoke_token(issued["id"])
             with pytest.raises(ProblemError) as refused:
@@ -87,6 +96,29 @@ def test_a_400_raises_one_problem_error_with_its_field_errors(base: str, tenant:
     assert error.detail
     assert {"field": "colour", "message": "Unknown field."} in error.errors
     assert error.body["status"] == 400
+
+
+class _Recording(httpx.HTTPTransport):
+    """A transport that notes every request's method and path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.asked.append(f"{request.method} {request.url.raw_path.decode()}")
+        return super().handle_request(request)
+
+
+def test_one_approval_is_one_request_whatever_the_size_of_the_queue(
+    base: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    run_id = suspended_run(client, tenant, [{"tool_calls": [write_memory("tea")]}])
+    [approval] = client.get(f"/v1/runs/{run_id}/approvals", headers=tenant.owner.headers).json["items"]
+    recording = _Recording()
+    with Client(base, tenant.owner.token, transport=recording) as hango:
+        assert hango.get_approval(approval["id"].upper()) == approval
+    assert recording.asked == [f"GET /v1/approvals/{approval['id'].upper()}"]
 
 
 def test_a_network_failure_is_a_transport_error_not_a_problem(tenant: TenantFixture) -> None:
@@ -106,6 +138,17 @@ def test_a_suspended_runs_approval_is_listed_shown_decided_and_streamed(
         with pytest.raises(ProblemError) as unknown:
             hango.get_approval(str(uuid.uuid4()))
         assert unknown.value.status == 404
+        preview = hango.approval_preview(approval["id"])
+        assert (preview["kind"], preview["path"], preview["storage"], preview["exists"]) == (
+            "file",
+            MEMORY,
+            "agent",
+            False,
+        )
+        assert (
+            preview["diff"]
+            == "--- /dev/null\n+++ b/memories/AGENTS.md\n@@ -0,0 +1 @@\n+tea\n\\ No newline at end of file\n"
+        )
 
         result = hango.decide(run_id, [{"tool_call_id": approval["tool_call_id"], "decision": "approve"}])
         assert result["run"]["state"] == "queued"
