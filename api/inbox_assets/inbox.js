@@ -1,13 +1,19 @@
 // The reviewers' inbox. Plain script, no build, no dependencies: it talks to hango's API with the token kept in
 // sessionStorage (this tab only), follows the tenant approvals stream for what arrives and what goes, and decides
 // through POST /v1/runs/{id}/approvals. Everything it shows comes through the API, scoped by the token.
+//
+// A reviewer decides on what a card shows, so a card shows what will run: the API's JSON is read by a parser that
+// keeps every number exactly (parseExact), and what a call would do to a file is worked out by the server for the
+// path the tool will really write (GET /v1/approvals/{id}/preview). The page never builds a URL from a string the
+// model wrote.
 "use strict";
 
 (() => {
   const TOKEN = "hango.inbox.token";
   const MEMBER_REASON = "Members cannot decide approvals: an owner or admin of the tenant decides them.";
-  const PERSISTENT = ["/memories/", "/skills/"];
-  const MAX_DIFF_LINES = 4000;
+  const NO_DESCRIPTION = "Its rule gives no reason: every call the rule matches waits for a reviewer.";
+  const MANAGERS = ["owner", "admin"];
+  const PREVIEWED = ["write_file", "edit_file"];
   const REMEMBER_FOR = [
     ["1h", "1 hour"],
     ["8h", "8 hours"],
@@ -16,6 +22,7 @@
   ];
 
   const page = {
+    me: null, // GET /v1/me: the token's user, tenant and role
     manager: false,
     users: new Map(), // user id -> email (owners and admins may list users)
     runs: new Map(), // run id -> Promise of the run
@@ -34,6 +41,165 @@
       this.status = status;
       this.body = body || {};
     }
+  }
+
+  // --- exact JSON ------------------------------------------------------------------------------------------
+  // JSON.parse reads every number as a double: 9007199254740993 comes back as 9007199254740992, and a card would
+  // show, an edit would send, a number the tool never received. The page reads the API's JSON with parseExact
+  // instead: a number a double cannot hold exactly keeps its digits (an ExactNumber), and showJson writes every
+  // value back as the text gave it, keys in the text's order.
+
+  class ExactNumber {
+    constructor(text) {
+      this.text = text;
+    }
+
+    valueOf() {
+      return Number(this.text);
+    }
+
+    toString() {
+      return this.text;
+    }
+  }
+
+  const KEYS = Symbol("the keys of an object in the order of its text");
+  const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+  const INTEGER = /^-?[0-9]+$/;
+  const MAX_DEPTH = 512;
+
+  function parseExact(text) {
+    let at = 0;
+    const fail = (what) => {
+      throw new SyntaxError(`${what} at position ${at}`);
+    };
+    const space = () => {
+      while (at < text.length && " \t\n\r".includes(text[at])) at++;
+    };
+    const expect = (char) => {
+      space();
+      if (text[at] !== char) fail(at < text.length ? `Expected '${char}'` : "Unexpected end of JSON");
+      at++;
+    };
+    function value(depth) {
+      space();
+      if (depth > MAX_DEPTH) fail("JSON nested too deeply");
+      const char = text[at];
+      if (char === "{") return object(depth);
+      if (char === "[") return array(depth);
+      if (char === '"') return string();
+      if (char === "-" || (char >= "0" && char <= "9")) return number();
+      for (const [word, literal] of [["true", true], ["false", false], ["null", null]]) {
+        if (text.startsWith(word, at)) {
+          at += word.length;
+          return literal;
+        }
+      }
+      return fail(char === undefined ? "Unexpected end of JSON" : `Unexpected ${JSON.stringify(char)}`);
+    }
+    function number() {
+      NUMBER.lastIndex = at;
+      const match = NUMBER.exec(text);
+      if (!match) fail("Malformed number");
+      at = NUMBER.lastIndex;
+      const digits = match[0];
+      const double = Number(digits);
+      // A whole number a double holds exactly reads as an ordinary number; any other keeps its digits.
+      return INTEGER.test(digits) && Number.isSafeInteger(double) ? double : new ExactNumber(digits);
+    }
+    function string() {
+      const start = at++;
+      for (;;) {
+        const code = text.charCodeAt(at);
+        if (Number.isNaN(code)) fail("Unterminated string");
+        if (code === 0x22) break;
+        at += code === 0x5c ? 2 : 1;
+      }
+      at++;
+      // The browser's own parser reads the escapes and refuses control characters.
+      return JSON.parse(text.slice(start, at));
+    }
+    function array(depth) {
+      const items = [];
+      at++;
+      space();
+      if (text[at] === "]") {
+        at++;
+        return items;
+      }
+      for (;;) {
+        items.push(value(depth + 1));
+        space();
+        if (text[at] === "]") {
+          at++;
+          return items;
+        }
+        expect(",");
+      }
+    }
+    function object(depth) {
+      const found = {};
+      const keys = [];
+      Object.defineProperty(found, KEYS, { value: keys });
+      at++;
+      space();
+      if (text[at] === "}") {
+        at++;
+        return found;
+      }
+      for (;;) {
+        space();
+        if (text[at] !== '"') fail("Expected a property name");
+        const key = string();
+        expect(":");
+        const item = value(depth + 1);
+        // As Python reads it: the last value of a repeated key, at the place of its first. defineProperty makes
+        // "__proto__" a key like any other.
+        if (!Object.prototype.hasOwnProperty.call(found, key)) keys.push(key);
+        Object.defineProperty(found, key, { value: item, writable: true, enumerable: true, configurable: true });
+        space();
+        if (text[at] === "}") {
+          at++;
+          return found;
+        }
+        expect(",");
+      }
+    }
+    const result = value(0);
+    space();
+    if (at < text.length) fail("Unexpected text after the JSON");
+    return result;
+  }
+
+  function keysOf(object) {
+    const own = Object.keys(object);
+    const order = object[KEYS];
+    if (!order) return own;
+    const present = new Set(own);
+    const ordered = order.filter((key) => present.has(key));
+    const seen = new Set(ordered);
+    return [...ordered, ...own.filter((key) => !seen.has(key))];
+  }
+
+  // JSON text of a value, exact numbers written as their digits; compact, or indented by ``indent`` spaces.
+  function showJson(value, indent = 0, margin = "") {
+    if (value instanceof ExactNumber) return value.text;
+    if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+    const inner = margin + " ".repeat(indent);
+    const show = (item) => showJson(item, indent, inner);
+    let open = "[";
+    let close = "]";
+    let entries;
+    if (Array.isArray(value)) {
+      entries = value.map(show);
+    } else {
+      [open, close] = ["{", "}"];
+      const keys = keysOf(value).filter((key) => value[key] !== undefined && typeof value[key] !== "function");
+      entries = keys.map((key) => `${JSON.stringify(key)}:${indent ? " " : ""}${show(value[key])}`);
+    }
+    if (!entries.length) return open + close;
+    if (!indent) return open + entries.join(",") + close;
+    return `${open}\n${inner}${entries.join(`,\n${inner}`)}\n${margin}${close}`;
   }
 
   const $ = (id) => document.getElementById(id);
@@ -56,13 +222,13 @@
     const init = { method, headers: { Authorization: `Bearer ${token()}` } };
     if (body !== undefined) {
       init.headers["Content-Type"] = "application/json";
-      init.body = JSON.stringify(body);
+      init.body = showJson(body);
     }
     const response = await fetch(path, init);
     const text = await response.text();
     let data = null;
     try {
-      data = text ? JSON.parse(text) : null;
+      data = text ? parseExact(text) : null;
     } catch {
       data = { detail: text.slice(0, 300) };
     }
@@ -129,7 +295,7 @@
       else if (name === "id") event.id = value;
       else if (name === "event") event.type = value;
     }
-    if (data.length) event.data = JSON.parse(data.join("\n"));
+    if (data.length) event.data = parseExact(data.join("\n"));
     return event;
   }
 
@@ -161,22 +327,22 @@
 
   async function start() {
     try {
-      await call("GET", "/v1/approvals?limit=1");
+      page.me = await call("GET", "/v1/me");
     } catch (error) {
       if (error.status !== 401) signOut(error.message);
       return;
     }
-    try {
+    // The role says what the page offers; the server still checks every decision.
+    page.manager = MANAGERS.includes(page.me.role);
+    if (page.manager) {
       for (const user of await everyPage("/v1/users?limit=200")) page.users.set(user.id, user.email);
-      page.manager = true;
-    } catch (error) {
-      if (error.status !== 403) throw error;
-      page.manager = false;
     }
     $("sign-in").hidden = true;
     $("sign-in-error").textContent = "";
     $("who").hidden = false;
-    $("who").textContent = page.manager ? "Signed in as a reviewer" : "Signed in as a member (read-only)";
+    $("who").textContent = page.manager
+      ? `Signed in as ${page.me.email}, ${page.me.role}: a reviewer`
+      : `Signed in as ${page.me.email}, a member (read-only)`;
     $("sign-out").hidden = false;
     $("view").hidden = false;
     page.abort = new AbortController();
@@ -277,19 +443,32 @@
     );
     article.append(
       element("h3", { id: `title-${id}` }, element("a", { href: `/inbox/approvals/${id}`, text: item.tool_name })),
+      element(
+        "p",
+        { class: "why", "data-field": "description" },
+        element("strong", { text: "Why it waits: " }),
+        item.description || NO_DESCRIPTION,
+      ),
       facts,
       element("h4", { text: "Arguments" }),
-      element("pre", { "aria-label": "Arguments as JSON", text: JSON.stringify(item.arguments, null, 2) }),
+      element("pre", { "aria-label": "Arguments as JSON", text: showJson(item.arguments, 2) }),
     );
-    const diff = element("div", { class: "diff-holder" });
+    const preview = element("div", { class: "preview" });
     const history = element("details", {}, element("summary", { text: "The run's last messages" }));
-    article.append(diff, history);
+    article.append(preview, history);
     if (item.state === "pending") {
       article.append(actions(item));
+      if (PREVIEWED.includes(item.tool_name)) showPreview(item, preview);
     } else {
       article.append(element("p", { text: decidedText(item) }));
+      if (item.decision === "edit" && item.decision_args) {
+        article.append(
+          element("h4", { text: "Arguments as edited" }),
+          element("pre", { "aria-label": "Arguments as edited", text: showJson(item.decision_args, 2) }),
+        );
+      }
     }
-    describeRun(item, article, diff, history);
+    describeRun(item, article, history);
     return article;
   }
 
@@ -333,7 +512,7 @@
     return `Decided: ${item.decision} by ${who}${item.decision_message ? ` (“${item.decision_message}”)` : ""}.`;
   }
 
-  async function describeRun(item, article, diff, history) {
+  async function describeRun(item, article, history) {
     try {
       const run = await cached(page.runs, item.run_id, () => call("GET", `/v1/runs/${item.run_id}`));
       const agent = await cached(page.agents, run.agent_id, () => call("GET", `/v1/agents/${run.agent_id}`));
@@ -341,7 +520,6 @@
       article.querySelector('[data-field="creator"]').textContent = page.manager
         ? page.users.get(run.created_by) || run.created_by
         : "you";
-      if (item.tool_name === "write_file" || item.tool_name === "edit_file") await showDiff(item, run, diff);
       const messages = await everyPage(`/v1/runs/${item.run_id}/messages?limit=200`);
       history.append(messageList(messages.slice(-6)));
     } catch (error) {
@@ -360,7 +538,7 @@
       const text = message.content
         .map((block) => {
           if (block.type === "text") return block.text;
-          if (block.type === "tool_use") return `→ ${block.name}(${JSON.stringify(block.input)})`;
+          if (block.type === "tool_use") return `→ ${block.name}(${showJson(block.input)})`;
           if (block.type === "tool_result") return `← ${block.content}`;
           return `[${block.type}]`;
         })
@@ -370,70 +548,58 @@
     return list;
   }
 
-  // --- the diff --------------------------------------------------------------------------------------------
+  // --- the preview ------------------------------------------------------------------------------------------
+  // The server works out what the call would make of its file with the tool's own code: the path the tool will
+  // write (however the model spelled it), whose file it is, and the diff, or the error the tool would answer.
 
-  async function showDiff(item, run, holder) {
-    const args = item.arguments;
-    const path = String(args.file_path || "");
-    let before = "";
-    let note = "";
-    if (PERSISTENT.some((prefix) => path.startsWith(prefix))) {
-      try {
-        before = (await call("GET", `/v1/agents/${run.agent_id}/files${path}`)).content;
-      } catch (error) {
-        if (error.status !== 404) throw error;
-        note = "The file does not exist yet.";
-      }
-    } else {
-      note = "Files outside /memories/ and /skills/ belong to the run and cannot be read here: compared with an empty file.";
+  async function showPreview(item, holder) {
+    let preview;
+    try {
+      preview = await call("GET", `/v1/approvals/${encodeURIComponent(item.id)}/preview`);
+    } catch (error) {
+      holder.append(element("p", { class: "problem", text: `Could not preview the change: ${error.message}` }));
+      return;
     }
-    let after;
-    if (item.tool_name === "write_file") {
-      after = String(args.content ?? "");
-    } else {
-      const old = String(args.old_string ?? "");
-      const replacement = String(args.new_string ?? "");
-      if (!old || !before.includes(old)) {
-        holder.append(element("p", { class: "problem", text: "The text this edit replaces is not in the file now." }));
-        return;
-      }
-      after = args.replace_all ? before.split(old).join(replacement) : before.replace(old, () => replacement);
+    if (preview.kind !== "file") return;
+    const verb = item.tool_name === "edit_file" ? "Edits" : "Writes";
+    if (preview.path === null) {
+      holder.append(element("p", { class: "problem", text: `The tool would refuse this call: ${preview.error}` }));
+      return;
     }
-    holder.append(element("h4", { text: `Change to ${path}` }));
-    if (note) holder.append(element("p", { class: "reason", text: note }));
-    holder.append(diffOf(before, after));
+    holder.append(element("h4", { text: `Change to ${preview.path}` }));
+    if (preview.path_differs) {
+      const notice = `${verb} ${preview.path} — the call wrote the path as ${preview.file_path}`;
+      holder.append(element("p", { class: "notice", "data-field": "path-differs", text: notice }));
+    }
+    holder.append(element("p", { class: "reason", "data-field": "storage", text: storageText(preview) }));
+    if (preview.error !== null) {
+      holder.append(element("p", { class: "problem", text: `The tool would refuse this call: ${preview.error}` }));
+    } else if (preview.too_large) {
+      holder.append(element("p", { class: "reason", text: `No diff: ${preview.note}.` }));
+    } else {
+      holder.append(diffOf(preview.diff));
+    }
   }
 
-  function diffOf(before, after) {
-    const a = before === "" ? [] : before.split("\n");
-    const b = after === "" ? [] : after.split("\n");
+  function storageText(preview) {
+    const owner =
+      preview.storage === "agent"
+        ? "This file belongs to the agent: /memories/ and /skills/ persist across its runs."
+        : "This file belongs to the run: scratch space that lasts for this run only.";
+    return preview.exists ? owner : `${owner} It does not exist yet: the call creates it.`;
+  }
+
+  // The server's unified diff, one line a row: "+ " added, "- " removed, "  " kept, and the hunks' headers.
+  function diffOf(diff) {
     const pre = element("pre", { class: "diff", "aria-label": "Diff" });
-    if (a.length + b.length > MAX_DIFF_LINES) {
-      pre.textContent = `Too large to compare here (${a.length} lines now, ${b.length} after).`;
-      return pre;
-    }
-    // Longest common subsequence of lines, then a walk that emits kept, removed and added lines.
-    const rows = a.length + 1;
-    const cols = b.length + 1;
-    const lcs = new Uint32Array(rows * cols);
-    for (let i = a.length - 1; i >= 0; i--) {
-      for (let j = b.length - 1; j >= 0; j--) {
-        lcs[i * cols + j] =
-          a[i] === b[j] ? lcs[(i + 1) * cols + j + 1] + 1 : Math.max(lcs[(i + 1) * cols + j], lcs[i * cols + j + 1]);
-      }
-    }
-    let i = 0;
-    let j = 0;
     const line = (kind, text) => pre.append(element("span", { class: kind, text: `${text}\n` }));
-    while (i < a.length || j < b.length) {
-      if (i < a.length && j < b.length && a[i] === b[j]) {
-        line("same", `  ${a[i++]}`);
-        j++;
-      } else if (j < b.length && (i === a.length || lcs[i * cols + j + 1] >= lcs[(i + 1) * cols + j])) {
-        line("add", `+ ${b[j++]}`);
-      } else {
-        line("del", `- ${a[i++]}`);
-      }
+    for (const row of diff.split("\n")) {
+      if (!row || row.startsWith("--- ") || row.startsWith("+++ ")) continue;
+      if (row.startsWith("@@")) line("hunk", row);
+      else if (row.startsWith("+")) line("add", `+ ${row.slice(1)}`);
+      else if (row.startsWith("-")) line("del", `- ${row.slice(1)}`);
+      else if (row.startsWith("\\")) line("note", row);
+      else line("same", `  ${row.slice(1)}`);
     }
     if (!pre.childNodes.length) pre.textContent = "(no change)";
     return pre;
@@ -501,14 +667,15 @@
     const id = `${decision}-${item.id}`;
     const isEdit = decision === "edit";
     const area = element("textarea", { id });
-    area.value = isEdit ? JSON.stringify(item.arguments, null, 2) : "";
+    area.value = isEdit ? showJson(item.arguments, 2) : "";
     const submit = element("button", { type: "button", text: isEdit ? "Submit edit" : "Send" });
     submit.addEventListener("click", () => {
       problem.replaceChildren();
       if (!isEdit) return stage(item, { decision, message: area.value }, problem);
       let args;
       try {
-        args = JSON.parse(area.value);
+        // Read exactly: the reviewer's numbers are sent as the reviewer wrote them.
+        args = parseExact(area.value);
       } catch (error) {
         return showProblem(problem, { detail: `The arguments are not JSON: ${error.message}` });
       }
@@ -652,7 +819,7 @@
       { "data-grant": grant.id },
       agent,
       element("td", {}, element("code", { text: grant.tool_name })),
-      element("td", {}, grant.when ? element("code", { text: JSON.stringify(grant.when) }) : "every call"),
+      element("td", {}, grant.when ? element("code", { text: showJson(grant.when) }) : "every call"),
       element("td", { text: grant.run_id || "any run" }),
       element("td", { "data-field": "expiry", "data-at": expires.toISOString(), text: until(expires) }),
       element("td", { text: page.users.get(grant.created_by) || grant.created_by }),
@@ -730,7 +897,7 @@
   }
 
   function summary(data) {
-    const text = JSON.stringify(data);
+    const text = showJson(data);
     return text.length > 160 ? `${text.slice(0, 160)}…` : text;
   }
 

@@ -145,9 +145,15 @@ def test_a_member_sees_their_own_runs_approvals_read_only_and_why(
 ) -> None:
     member = tenant.add("member")
     suspended_run(client, tenant, SCRIPT, by=member)
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
     _sign_in(page, server, member)
+    expect(page.get_by_text(f"Signed in as {member.email}, a member (read-only)")).to_be_visible()
     approval = _approval(page)
     expect(approval).to_be_visible()
+    # The page asks who the token is (GET /v1/me) rather than guessing the role from a refused request.
+    assert f"{server}/v1/me" in asked
+    assert not [url for url in asked if "/v1/users" in url]
     for name in ("Approve", "Edit", "Reject", "Respond"):
         expect(approval.get_by_role("button", name=name)).to_be_disabled()
     expect(approval).to_contain_text("Members cannot decide approvals")
@@ -351,3 +357,105 @@ def test_a_card_says_what_its_deadline_does_and_is_redrawn_live_when_it_escalate
     assert expire_run(runtime, uuid.UUID(run_id), later - settings.approval_ttl, "0" * 32, now=later)
     expect(card).to_contain_text("its next deadline fails the run", timeout=LIVE)  # by the tenant stream
     expect(card).to_contain_text(admin.email)  # the new reviewer
+
+
+# What the card shows is what will run (issue 22): exact numbers, and the file the tool will really write.
+
+BIG = 9007199254740993  # 2**53 + 1: a double cannot hold it, so JSON.parse reads 9007199254740992
+
+
+def test_a_big_integer_is_shown_edited_and_sent_exactly(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    call = {"id": "r", "name": "read_file", "args": {"file_path": "/notes.md", "offset": BIG}}
+    script = [{"tool_calls": [call]}, {"text": "Done."}]
+    run_id = suspended_run(client, tenant, script, interrupt_on={"read_file": True})
+    _sign_in(page, server, tenant.owner)
+    card = _approval(page, "read_file")
+    expect(card.get_by_label("Arguments as JSON")).to_contain_text(f'"offset": {BIG}')
+    # A rule without a description: the card still says why the call waits.
+    expect(card.locator('[data-field="description"]')).to_have_text(
+        "Why it waits: Its rule gives no reason: every call the rule matches waits for a reviewer."
+    )
+    card.get_by_role("button", name="Edit").click()
+    arguments = card.get_by_role("textbox", name="Arguments")
+    assert json.loads(arguments.input_value()) == {"file_path": "/notes.md", "offset": BIG}
+    with page.expect_request(lambda request: request.method == "POST") as sent:
+        card.get_by_role("button", name="Submit edit").click()
+    # Python's json keeps big integers: these are the digits the page sent.
+    assert json.loads(sent.value.post_data or "")["decisions"][0]["args"]["offset"] == BIG
+    expect(card).to_have_count(0, timeout=LIVE)
+    [decided] = pending(client, tenant.owner, run_id, "all")
+    assert (decided["decision"], decided["decision_args"]) == ("edit", {"file_path": "/notes.md", "offset": BIG})
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+
+    page.goto(f"{server}/inbox/approvals/{decided['id']}")
+    expect(page.get_by_label("Arguments as edited")).to_contain_text(f'"offset": {BIG}')
+    expect(page.locator('[data-field="description"]')).to_contain_text("Its rule gives no reason")
+    page.goto(f"{server}/inbox/runs/{run_id}")
+    messages = page.get_by_role("region", name="Messages")
+    expect(messages).to_contain_text(f'"offset":{BIG}')
+    expect(page.get_by_role("list", name="Events")).to_contain_text(f'"offset":{BIG}')
+
+
+@pytest.mark.parametrize(
+    ("written", "notice"),
+    [
+        ("/memories/notes.md#/../AGENTS.md", "the call wrote the path as /memories/notes.md#/../AGENTS.md"),
+        ("//memories/AGENTS.md", "the call wrote the path as //memories/AGENTS.md"),
+    ],
+)
+def test_a_card_previews_the_file_the_tool_will_write_however_the_path_is_spelled(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture, written: str, notice: str
+) -> None:
+    call = {"id": "w", "name": "write_file", "args": {"file_path": written, "content": "new line"}}
+    agent_id = create_agent(client, tenant.owner, [{"tool_calls": [call]}, {"text": "Done."}])
+    put = client.put(
+        f"/v1/agents/{agent_id}/files{MEMORY}", json={"content": "kept\nold line"}, headers=tenant.owner.headers
+    )
+    assert put.status_code == 200, put.json
+    run_id = start_run(client, tenant.owner, agent_id)
+    assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval", "failed"})["state"] == "awaiting_approval"
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    _sign_in(page, server, tenant.owner)
+    card = _approval(page)
+    expect(card.locator('[data-field="description"]')).to_have_text(
+        "Why it waits: Writes to the agent's persistent memories and skills need a reviewer."
+    )
+    expect(card.locator('[data-field="path-differs"]')).to_have_text(f"Writes {MEMORY} — {notice}")
+    expect(card).to_contain_text("belongs to the agent")
+    diff = card.get_by_label("Diff")
+    expect(diff).to_contain_text("- kept")
+    expect(diff).to_contain_text("- old line")
+    expect(diff).to_contain_text("+ new line")
+    # The page never builds a file URL from what the model wrote: the server resolved the path.
+    assert not [url for url in asked if "/files" in url]
+
+
+def test_an_edit_card_shows_the_servers_diff_or_the_error_the_tool_would_answer(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    edits = {
+        "applies": {"file_path": MEMORY, "old_string": "old line", "new_string": "new line"},
+        "absent": {"file_path": MEMORY, "old_string": "absent text", "new_string": "x"},
+    }
+    for args in edits.values():
+        agent_id = create_agent(client, tenant.owner, [{"tool_calls": [{"name": "edit_file", "args": args}]}])
+        put = client.put(
+            f"/v1/agents/{agent_id}/files{MEMORY}", json={"content": "kept\nold line\n"}, headers=tenant.owner.headers
+        )
+        assert put.status_code == 200, put.json
+        run_id = start_run(client, tenant.owner, agent_id)
+        assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval"})["state"] == "awaiting_approval"
+    _sign_in(page, server, tenant.owner)
+    applies = page.get_by_role("article").filter(has_text='"old_string": "old line"')
+    expect(applies.get_by_label("Diff")).to_contain_text("- old line")
+    expect(applies.get_by_label("Diff")).to_contain_text("+ new line")
+    expect(applies).to_contain_text("This file belongs to the agent")
+    expect(applies.locator('[data-field="path-differs"]')).to_have_count(0)
+    refused = page.get_by_role("article").filter(has_text='"old_string": "absent text"')
+    expect(refused).to_contain_text(
+        f"The tool would refuse this call: old_string not found in {MEMORY}; read the file and copy the text exactly"
+    )
+    expect(refused.get_by_label("Diff")).to_have_count(0)
