@@ -12,7 +12,7 @@ from hango.models import PendingApproval
 from hango.previews import DiffLimits, Preview, preview_call
 from hango.run.runtime import Runtime
 from hango.store import approvals as approval_store
-from hango.store.files import SqlFileSystem
+from hango.store.files import run_files
 from hango.store.runs import get_run
 
 
@@ -30,9 +30,7 @@ def preview(runtime: Runtime, principal: Principal, approval_id: uuid.UUID) -> t
         session.execute(text("SET TRANSACTION READ ONLY"))
         row = approval_store.get_visible(session, principal, approval_id)
         run = get_run(session, principal, row.run_id)
-        files = SqlFileSystem(session, run.tenant_id, run.agent_id, run.id)
         settings = runtime.settings
-        shown = preview_call(
-            runtime.tools, files, ToolLimits.of(settings), DiffLimits.of(settings), row.tool_name, row.arguments
-        )
+        limits, diff_limits = ToolLimits.of(settings), DiffLimits.of(settings)
+        shown = preview_call(runtime.tools, run_files(session, run), limits, diff_limits, row.tool_name, row.arguments)
         return row, shown

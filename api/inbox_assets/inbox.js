@@ -347,10 +347,11 @@
     $("view").hidden = false;
     page.abort = new AbortController();
     const path = location.pathname.replace(/\/+$/, "");
-    const approval = path.match(/^\/inbox\/approvals\/([0-9a-f-]{36})$/);
-    const run = path.match(/^\/inbox\/runs\/([0-9a-f-]{36})$/);
-    if (run) return showRun(run[1]);
-    return showQueue(approval ? approval[1] : null);
+    // Ids as the API writes them (lower case), however the address spelled them.
+    const approval = path.match(/^\/inbox\/approvals\/([0-9a-f-]{36})$/i);
+    const run = path.match(/^\/inbox\/runs\/([0-9a-f-]{36})$/i);
+    if (run) return showRun(run[1].toLowerCase());
+    return showQueue(approval ? approval[1].toLowerCase() : null);
   }
 
   // --- the queue -------------------------------------------------------------------------------------------
@@ -362,11 +363,13 @@
     const empty = element("p", { class: "empty", text: "Nothing waits for a decision." });
     list.append(empty);
     const wanted = (item) => !only || item.id === only;
-    const pending = await everyPage("/v1/approvals?state=pending&limit=200");
-    for (const item of pending.filter(wanted)) upsert(list, item);
-    if (only && !page.pending.has(only)) {
-      const found = (await everyPage("/v1/approvals?state=all&limit=200")).find(wanted);
-      list.append(found ? render(found) : element("p", { text: "No such approval is visible to you." }));
+    if (only) {
+      const found = await oneApproval(only);
+      if (!found) list.append(element("p", { text: "No such approval is visible to you." }));
+      else if (found.state === "pending") upsert(list, found);
+      else list.append(render(found));
+    } else {
+      for (const item of await everyPage("/v1/approvals?state=pending&limit=200")) upsert(list, item);
     }
     refreshEmpty(list, empty, only);
     if (page.manager && !only) view.append(grantsPanel());
@@ -384,6 +387,15 @@
       },
       page.abort.signal,
     );
+  }
+
+  async function oneApproval(id) {
+    try {
+      return await call("GET", `/v1/approvals/${encodeURIComponent(id)}`);
+    } catch (error) {
+      if (error.status === 404) return null;
+      throw error;
+    }
   }
 
   function refreshEmpty(list, empty, only) {

@@ -14,7 +14,7 @@ from hango.agent.files import FileInfo, StorageUse
 from hango.agent.paths import is_agent_path, normalize_path
 from hango.auth import Principal
 from hango.errors import NotFound
-from hango.models import File
+from hango.models import File, Run
 from hango.store.agents import get_agent
 from hango.store.runs import get_run
 
@@ -105,6 +105,11 @@ class SqlFileSystem:
         ).where(self._owner(path))
         owner_bytes, file_bytes = self._session.execute(statement).one()
         return StorageUse(int(owner_bytes), int(file_bytes))
+
+
+def run_files(session: Session, run: Run) -> SqlFileSystem:
+    """The files a run's tools see: its scratch files and its agent's ``/memories/`` and ``/skills/``."""
+    return SqlFileSystem(session, run.tenant_id, run.agent_id, run.id)
 
 
 def find_agent_file(

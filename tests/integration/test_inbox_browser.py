@@ -389,7 +389,7 @@ def test_a_big_integer_is_shown_edited_and_sent_exactly(
     assert (decided["decision"], decided["decision_args"]) == ("edit", {"file_path": "/notes.md", "offset": BIG})
     assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
 
-    page.goto(f"{server}/inbox/approvals/{decided['id']}")
+    page.goto(f"{server}/inbox/approvals/{decided['id'].upper()}")  # any spelling of the id
     expect(page.get_by_label("Arguments as edited")).to_contain_text(f'"offset": {BIG}')
     expect(page.locator('[data-field="description"]')).to_contain_text("Its rule gives no reason")
     page.goto(f"{server}/inbox/runs/{run_id}")
@@ -459,3 +459,20 @@ def test_an_edit_card_shows_the_servers_diff_or_the_error_the_tool_would_answer(
         f"The tool would refuse this call: old_string not found in {MEMORY}; read the file and copy the text exactly"
     )
     expect(refused.get_by_label("Diff")).to_have_count(0)
+
+
+def test_an_approvals_own_page_shows_it_whatever_its_state_and_nothing_of_another_tenant(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture, make_tenant: Any
+) -> None:
+    run_id = suspended_run(client, tenant, SCRIPT)
+    [item] = pending(client, tenant.owner, run_id)
+    _sign_in(page, server, tenant.owner, f"/inbox/approvals/{item['id']}")  # the address a webhook links to
+    card = page.get_by_role("article")
+    expect(card.get_by_label("Diff")).to_contain_text("+ new line")
+    card.get_by_role("button", name="Approve").click()
+    expect(card).to_contain_text(f"Decided: approve by {tenant.owner.email}", timeout=LIVE)
+    stranger = make_tenant("elsewhere").owner
+    page.evaluate("sessionStorage.clear()")
+    _sign_in(page, server, stranger, f"/inbox/approvals/{item['id']}")
+    expect(page.get_by_text("No such approval is visible to you.")).to_be_visible()
+    expect(page.get_by_role("article")).to_have_count(0)
