@@ -44,10 +44,14 @@ class TokenCreated(ma.Schema):
 
 
 class Me(ma.Schema):
-    user_id = fields.UUID(required=True)
+    user_id = fields.UUID(required=True, metadata={"description": "the token's user"})
     email = fields.String(attribute="user.email", required=True)
-    tenant_id = fields.UUID(required=True)
-    role = fields.String(required=True, validate=validate.OneOf(ROLES))
+    tenant_id = fields.UUID(required=True, metadata={"description": "the tenant every request of the token acts in"})
+    role = fields.String(
+        required=True,
+        validate=validate.OneOf(ROLES),
+        metadata={"description": "owner and admin decide approvals; a member sees their own runs' read-only"},
+    )
 
 
 UserList = list_of(User, "UserList")

@@ -341,8 +341,8 @@
     $("sign-in-error").textContent = "";
     $("who").hidden = false;
     $("who").textContent = page.manager
-      ? `Signed in as ${page.me.email}, ${page.me.role}: a reviewer`
-      : `Signed in as ${page.me.email}, a member (read-only)`;
+      ? `Signed in as ${page.me.email} (${page.me.role})`
+      : `Signed in as ${page.me.email} (member, read-only)`;
     $("sign-out").hidden = false;
     $("view").hidden = false;
     page.abort = new AbortController();

@@ -148,7 +148,7 @@ def test_a_member_sees_their_own_runs_approvals_read_only_and_why(
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
     _sign_in(page, server, member)
-    expect(page.get_by_text(f"Signed in as {member.email}, a member (read-only)")).to_be_visible()
+    expect(page.get_by_text(f"Signed in as {member.email} (member, read-only)")).to_be_visible()
     approval = _approval(page)
     expect(approval).to_be_visible()
     # The page asks who the token is (GET /v1/me) rather than guessing the role from a refused request.
@@ -431,6 +431,8 @@ def test_a_card_previews_the_file_the_tool_will_write_however_the_path_is_spelle
     expect(diff).to_contain_text("+ new line")
     # The page never builds a file URL from what the model wrote: the server resolved the path.
     assert not [url for url in asked if "/files" in url]
+    if "#" in written:
+        _shot(page, "inbox-path-notice.png")
 
 
 def test_an_edit_card_shows_the_servers_diff_or_the_error_the_tool_would_answer(
