@@ -18,6 +18,7 @@ from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint, request_json
 from hango.api.runs import Run
 from hango.api.schemas import PROBLEM_CONTENT_TYPE, ListArgs, Problem, list_of, page_request
+from hango.api.tenant import NoQuery
 from hango.approval_requests import DecisionsSchema
 from hango.errors import InvalidInput
 from hango.models import APPROVAL_STATES, EXECUTIONS, VOTES
@@ -280,8 +281,9 @@ def _preview_json(approval_id: uuid.UUID, preview: Preview) -> dict[str, Any]:
 
 @blp.route("/approvals/<uuid:approval_id>", methods=["GET"])
 @blp.problems(404)
+@blp.arguments(NoQuery, location="query")
 @blp.response(200, Approval)
-def get_approval(approval_id: uuid.UUID) -> dict[str, Any]:
+def get_approval(_: dict[str, Any], approval_id: uuid.UUID) -> dict[str, Any]:
     """One approval in any state, as the lists show it (a member: their own runs' only; otherwise 404)."""
     row = reviewing.get_approval(services().runtime, principal(), approval_id)
     return approval_json(row, services().settings.approval_ttl)
@@ -289,8 +291,9 @@ def get_approval(approval_id: uuid.UUID) -> dict[str, Any]:
 
 @blp.route("/approvals/<uuid:approval_id>/preview", methods=["GET"])
 @blp.problems(404)
+@blp.arguments(NoQuery, location="query")
 @blp.response(200, ApprovalPreview)
-def preview_approval(approval_id: uuid.UUID) -> dict[str, Any]:
+def preview_approval(_: dict[str, Any], approval_id: uuid.UUID) -> dict[str, Any]:
     """What the call would make of its file, computed by the server (anyone who can see the approval).
 
     For ``write_file`` and ``edit_file``: the path as written and the normalised path the tool will write, whether

@@ -13,6 +13,7 @@ from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, list_of, page_request
+from hango.api.tenant import NoQuery
 from hango.models import ROLES
 from hango.pagination import Page
 
@@ -71,8 +72,9 @@ def create_user(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @blp.route("/me", methods=["GET"])
+@blp.arguments(NoQuery, location="query")
 @blp.response(200, Me)
-def me() -> Any:
+def me(_: dict[str, Any]) -> Any:
     """The token's user: who the caller is, in which tenant, with which role (a page offers what the role allows)."""
     return tenancy.membership_of(services().db, principal())
 

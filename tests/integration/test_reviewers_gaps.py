@@ -76,3 +76,14 @@ def test_both_are_documented_in_the_openapi_document(client: FlaskClient) -> Non
     paths = client.get("/openapi.json").json["paths"]
     assert set(paths["/v1/me"]["get"]["responses"]) >= {"200", "401"}
     assert set(paths["/v1/approvals/{approval_id}"]["get"]["responses"]) >= {"200", "401", "404"}
+
+
+def test_an_unknown_query_parameter_is_a_400_as_on_every_other_route(
+    client: FlaskClient, tenant: TenantFixture
+) -> None:
+    run_id = suspended_run(client, tenant, [{"tool_calls": [write_memory("hi", call_id="w")]}])
+    [listed] = pending(client, tenant.owner, run_id)
+    for path in ("/v1/me", f"/v1/approvals/{listed['id']}", f"/v1/approvals/{listed['id']}/preview"):
+        response = client.get(f"{path}?sate=all", headers=tenant.owner.headers)
+        assert response.status_code == 400, path
+        assert response.json["errors"] == [{"field": "sate", "message": "Unknown field."}]
