@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from hango import approval_policy as policy
-from hango.agent.interrupts import QUORUM_DECISIONS, InterruptRule, compile_rules
+from hango.agent.interrupts import QUORUM_DECISIONS, InterruptRule, compile_rules, loop_interrupt_config
 from hango.agent.state import arguments_changed
 from hango.approval_requests import CallRef, DecisionCommand, DecisionRequest, NamedCall, Remember, read_request
 from hango.auth import Principal
@@ -48,6 +48,7 @@ from hango.pagination import Page, PageRequest
 from hango.run import transitions
 from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.store import approvals as store
+from hango.store import subagent_calls as subagent_store
 from hango.store import tenants as tenant_store
 from hango.store.audit import AuditRecord, insert_audit_events
 from hango.telemetry import link_decision
@@ -185,7 +186,7 @@ def _checked(
         raise request.invalid
     decisions = request.decisions
     chosen = _resolve(decisions, rows)
-    _check(runtime, run, decisions, chosen)
+    _check(runtime, session, run, decisions, chosen)
     _check_remember(runtime, decisions, chosen)
     _check_complete(principal, run, rows, chosen)
     _check_seen(decisions, chosen)
@@ -333,10 +334,9 @@ def _row_for(
     return from_id or from_call, None
 
 
-def _check(runtime: Runtime, run: Run, decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval]) -> None:
-    # The rules are compiled only for an edit, whose arguments must stay inside the rule that made the call wait.
-    edits = any(decision.kind == "edit" for decision in decisions)
-    rules = compile_rules(run.agent_snapshot.get("interrupt_on")) if edits else {}
+def _check(
+    runtime: Runtime, session: Session, run: Run, decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval]
+) -> None:
     errors: list[FieldError] = []
     for index, (decision, row) in enumerate(zip(decisions, rows, strict=True)):
         field = f"decisions[{index}]"
@@ -355,9 +355,18 @@ def _check(runtime: Runtime, run: Run, decisions: tuple[DecisionCommand, ...], r
             )
             continue
         if decision.kind == "edit":
-            errors += _edit_errors(runtime, rules.get(row.tool_name), row, decision.args or {}, f"{field}.args")
+            # An edit must stay inside the rule that made the call wait: the rules of the loop that held it.
+            rule = _holding_rules(session, run, row).get(row.tool_name)
+            errors += _edit_errors(runtime, rule, row, decision.args or {}, f"{field}.args")
     if errors:
         raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+
+
+def _holding_rules(session: Session, run: Run, row: PendingApproval) -> dict[str, InterruptRule]:
+    """The rules of the loop that held the call: the agent's, or those its subagent applies (its own, or inherited
+    from the loop that started it), as the worker applies them when the edit runs."""
+    lineage = subagent_store.lineage(session, run.id, row.subagent_call_id) if row.subagent_call_id else []
+    return compile_rules(loop_interrupt_config(run.agent_snapshot, lineage))
 
 
 def _edit_errors(

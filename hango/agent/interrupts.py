@@ -318,6 +318,18 @@ def rule_sets(config: Mapping[str, Any]) -> list[tuple[str, dict[str, InterruptR
     return sets
 
 
+def loop_interrupt_config(config: Mapping[str, Any], lineage: list[str]) -> Mapping[str, Any] | None:
+    """The ``interrupt_on`` a loop applies, for the subagent types from the top loop's child down to it: a declared
+    subagent's own rules when it has them, else its parent loop's (``general-purpose`` declares none)."""
+    rules = config.get("interrupt_on")
+    declared = {item.get("name"): item for item in config.get("subagents") or []}
+    for kind in lineage:
+        own = (declared.get(kind) or {}).get("interrupt_on")
+        if own is not None:
+            rules = own
+    return rules
+
+
 def _compiled(rule: Mapping[str, Any]) -> InterruptRule:
     return InterruptRule(
         tuple(rule["allowed_decisions"]),

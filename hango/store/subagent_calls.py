@@ -55,3 +55,16 @@ def save_state(session: Session, run_id: uuid.UUID, call_id: uuid.UUID, state_js
 def lock(session: Session, call_id: uuid.UUID) -> SubagentCall | None:
     """A child's row, locked for this transaction."""
     return session.get(SubagentCall, call_id, with_for_update=True)
+
+
+def lineage(session: Session, run_id: uuid.UUID, call_id: uuid.UUID) -> list[str]:
+    """The subagent types from the run's own child down to this one: the loops a nested call was held in."""
+    types: list[str] = []
+    current: uuid.UUID | None = call_id
+    while current is not None:
+        call = session.scalar(select(SubagentCall).where(SubagentCall.id == current, SubagentCall.run_id == run_id))
+        if call is None:
+            break
+        types.append(call.subagent_type)
+        current = call.parent_subagent_call_id
+    return types[::-1]

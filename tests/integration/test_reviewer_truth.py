@@ -285,3 +285,37 @@ def test_every_approval_says_why_its_call_waits(client: FlaskClient, tenant: Ten
     assert refused.json["errors"] == [
         {"field": "interrupt_on.ls.description", "message": "must be at most 1000 characters"}
     ]
+
+
+# An edit is judged by the rule that held the call: a subagent's own, not the agent's.
+
+
+def _scribe_run(client: FlaskClient, tenant: TenantFixture, top: Any, own: Any, path: str) -> str:
+    write = {"name": "write_file", "args": {"file_path": path, "content": "x"}, "id": "w"}
+    scribe = {
+        "name": "scribe",
+        "description": "writes",
+        "model": {"provider": "scripted", "script": [{"tool_calls": [write]}, {"text": "written"}]},
+        "tools": ["write_file"],
+        "interrupt_on": own,
+    }
+    task = {"name": "task", "args": {"subagent_type": "scribe", "description": "write it"}, "id": "t"}
+    script = [{"tool_calls": [task]}, {"text": "Done."}]
+    return suspended_run(client, tenant, script, tools=["task", "write_file"], subagents=[scribe], interrupt_on=top)
+
+
+def test_an_edit_of_a_subagents_call_is_judged_by_the_subagents_own_rule(
+    client: FlaskClient, tenant: TenantFixture
+) -> None:
+    memories_only = {"write_file": {"when": {"file_path": {"prefix": "/memories/"}}}}
+    # The agent holds every write; the subagent only its memory writes: an edit out of /memories/ escapes the latter.
+    run_id = _scribe_run(client, tenant, {"write_file": True}, memories_only, "/memories/a.md")
+    escape = {"tool_call_id": "w", "decision": "edit", "args": {"file_path": "/elsewhere.md", "content": "x"}}
+    refused = decide(client, tenant.owner, run_id, escape)
+    assert refused.status_code == 400, refused.json
+    assert "scope of the rule" in refused.json["errors"][0]["message"]
+    # The other way round: the agent's rule scopes /memories/, the subagent holds every write.
+    run_id = _scribe_run(client, tenant, memories_only, {"write_file": True}, "/draft.md")
+    moved = {"tool_call_id": "w", "decision": "edit", "args": {"file_path": "/final.md", "content": "x"}}
+    assert decide(client, tenant.owner, run_id, moved).status_code == 200
+    assert finished(client, tenant.owner, run_id)["state"] == "succeeded"
