@@ -105,7 +105,8 @@ def preview_call(
     if error is not None:
         return replace(shown, error=error)
     try:
-        change = plan(files, limits, arguments, lock=False)
+        # The arguments as the handler reads them (execute fills in the schema's defaults).
+        change = plan(files, limits, tool.with_defaults(arguments), lock=False)
     except ToolError as exc:
         return replace(shown, error=str(exc))
     return _with_diff(shown, before, change, diff_limits)
