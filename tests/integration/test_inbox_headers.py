@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
 
 from hango.api import create_app
 from hango.api.inbox import SECURITY_HEADERS
@@ -13,10 +14,10 @@ from hango.config import Settings
 from hango.db import Database
 
 
-def _assert_secured(response: object, status: int) -> None:
-    assert response.status_code == status  # type: ignore[attr-defined]
+def _assert_secured(response: TestResponse, status: int) -> None:
+    assert response.status_code == status
     for name, value in SECURITY_HEADERS.items():
-        assert response.headers.get(name) == value, name  # type: ignore[attr-defined]
+        assert response.headers.get(name) == value, name
 
 
 @pytest.mark.parametrize(
