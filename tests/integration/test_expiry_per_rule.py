@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from hango.agent.middleware.hitl import EXPIRED_REJECTION
 from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
-from hango.models import ApprovalEvent
+from hango.models import ApprovalEvent, PendingApproval, Run
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, decide, event_types, finished, pending, tool_results
 from tests.support.processes import wait_until, worker
@@ -39,8 +39,26 @@ def own(settings: Settings, db: Database) -> Iterator[FlaskClient]:
         approval_ttl=DEFAULT_TTL,
         approval_sweep_interval=timedelta(seconds=0.3),
     )
+    started = datetime.now(UTC)
     with worker(own_settings, concurrency=2, beat=True, name="expiry"):
+        # This beat sweeps the whole database with the short TTL: the calls other modules left waiting expire in
+        # its first seconds. Let them go before any test reads a counter, or they would count as its expiries.
+        wait_until(lambda: _left_waiting(db, started) == 0 or None, timeout=30)
         yield create_app(own_settings, db=db).test_client()
+
+
+def _left_waiting(db: Database, before: datetime) -> int:
+    """Pending approvals of waiting runs, older than ``before``, that follow the default TTL (their rule set no
+    deadline): what the sweeper expires."""
+    with db.transaction() as session:
+        statement = select(func.count()).where(
+            PendingApproval.run_id == Run.id,
+            Run.state == "awaiting_approval",
+            PendingApproval.state == "pending",
+            PendingApproval.expires_at.is_(None),
+            PendingApproval.created_at < before,
+        )
+        return int(session.scalar(statement) or 0)
 
 
 def _count(key: str, call_id: str = "c") -> dict[str, Any]:
