@@ -13,7 +13,7 @@ from hango.api import sse
 from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint
-from hango.api.schemas import ListArgs, list_of, page_request
+from hango.api.schemas import ListArgs, cursor_field, list_of, page_request
 from hango.models import RUN_STATES
 from hango.models import Run as RunRow
 from hango.pagination import Page
@@ -78,6 +78,10 @@ class RunListArgs(ListArgs):
     state = fields.String(load_default=None, validate=validate.OneOf(RUN_STATES))
 
 
+class MessageListArgs(ListArgs):
+    cursor = cursor_field(int)  # messages are ordered by seq
+
+
 class EventArgs(ma.Schema):
     after = fields.Integer(load_default=None, validate=validate.Range(min=0, max=sse.MAX_SEQ))
 
@@ -126,7 +130,7 @@ def cancel_run(run_id: uuid.UUID) -> RunRow:
 
 @blp.route("/runs/<uuid:run_id>/messages", methods=["GET"])
 @blp.problems(404)
-@blp.arguments(ListArgs, location="query")
+@blp.arguments(MessageListArgs, location="query")
 @blp.response(200, MessageList)
 def list_messages(args: dict[str, Any], run_id: uuid.UUID) -> Page[Any]:
     """The run's messages by ``seq`` (the run's and its subagents', one sequence)."""

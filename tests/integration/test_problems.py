@@ -61,6 +61,15 @@ def test_bad_list_arguments_are_a_400(tenant: TenantFixture, client: FlaskClient
     assert _fields(_assert_problem(response, 400, "validation")) == [field]
 
 
+def test_an_empty_cursor_asks_for_the_first_page(tenant: TenantFixture, client: FlaskClient) -> None:
+    tenant.add("member")
+    first = client.get("/v1/users?limit=1", headers=tenant.owner.headers)
+    empty = client.get("/v1/users?limit=1&cursor=", headers=tenant.owner.headers)
+    assert empty.status_code == 200, empty.json
+    assert empty.json == first.json
+    assert empty.json["next_cursor"]
+
+
 @pytest.mark.parametrize("header", [None, "Bearer", "Bearer nope", "Basic dXNlcjpwYXNz", "hango_abc"])
 def test_missing_or_bad_credentials_are_a_401(client: FlaskClient, header: str | None) -> None:
     headers = {"Authorization": header} if header else {}
