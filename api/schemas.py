@@ -21,6 +21,16 @@ def cursor_field(*kinds: type) -> fields.String:
     return fields.String(load_default=None, validate=validators, metadata={"description": description})
 
 
+class JsonBoolean(fields.Boolean):
+    """A body's ``true`` or ``false``, nothing else: marshmallow's Boolean also takes ``"yes"``, ``1`` and ``0``
+    (``0 in {False}`` holds in Python), which the document's ``type: boolean`` does not."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid", input=value)
+        return value
+
+
 class ListArgs(ma.Schema):
     """``?limit=`` and ``?cursor=`` of every list endpoint (one ordered by creation time, then id)."""
 
