@@ -27,6 +27,7 @@ from hango.api import (
     webhooks,
 )
 from hango.api.context import Services
+from hango.api.openapi import Rules
 from hango.api.parsing import Api
 from hango.config import Settings
 from hango.db import Database
@@ -73,7 +74,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
         runtime=runtime,
         live=Live.build(runtime, _fanout_redis(settings)),
     )
-    api = Api(app)
+    api = Api(app, spec_kwargs={"extra_plugins": [Rules(settings, runtime.tools.names())]})
     for blueprint in _BLUEPRINTS:
         api.register_blueprint(blueprint)
     app.register_blueprint(inbox.blp)

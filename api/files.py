@@ -20,7 +20,11 @@ blp = Blueprint("files", __name__, url_prefix="/v1", description="An agent's /me
 
 class FileArgs(ListArgs):
     cursor = cursor_field(str)  # files are ordered by path
-    prefix = fields.String(load_default=None, validate=validate.Length(min=1, max=1000))
+    prefix = fields.String(
+        load_default=None,
+        validate=[validate.Length(min=1, max=1000), validate.Regexp("^/", error="must be an absolute path")],
+        metadata={"description": "an absolute path, e.g. /memories/ (`.` and `..` resolved; it may not climb above /)"},
+    )
 
 
 class FileInfo(ma.Schema):

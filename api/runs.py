@@ -39,9 +39,17 @@ class Content(fields.Field):  # type: ignore[type-arg]
         raise ma.ValidationError("must be a string or a list of text blocks")
 
 
+TEXT_BLOCK = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["type", "text"],
+    "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}},
+}
+
+
 class InputMessage(ma.Schema):
     role = fields.String(required=True, validate=validate.OneOf(["user", "assistant"]))
-    content = Content(required=True)
+    content = Content(required=True, metadata={"oneOf": [{"type": "string"}, {"type": "array", "items": TEXT_BLOCK}]})
 
 
 class RunCreate(ma.Schema):
