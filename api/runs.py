@@ -148,7 +148,8 @@ def list_messages(args: dict[str, Any], run_id: uuid.UUID) -> Page[Any]:
 @blp.route("/runs/<uuid:run_id>/events", methods=["GET"])
 @blp.problems(404)
 @blp.arguments(EventArgs, location="query")
-@blp.doc(responses={"200": {"description": "a text/event-stream of the run's events"}, **sse.refusals()})
+@blp.headers(sse.LAST_EVENT_ID)
+@blp.doc(responses=sse.stream_responses("the run's events"))
 def stream_events(args: dict[str, Any], run_id: uuid.UUID) -> Response:
     """Server-Sent Events: the stored log from the start (or after ``Last-Event-ID`` / ``?after=``), then live.
 

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hango.api.openapi import NOT_BLANK, duration_pattern
+from hango.api.patterns import NOT_BLANK, duration_pattern
+from hango.api.sse import LAST_EVENT_ID, MAX_SEQ
 from hango.config import parse_duration
 
 MAXIMA = [timedelta(days=30), timedelta(hours=1), timedelta(seconds=90), timedelta(days=7, seconds=1)]
@@ -55,3 +56,9 @@ def test_the_duration_pattern_draws_the_line_where_the_services_do(text: str, ad
 def test_not_blank_means_what_str_strip_leaves(text: str, blank: bool) -> None:
     assert (re.search(NOT_BLANK, text) is None) is blank
     assert (not text.strip()) is blank
+
+
+@given(st.text(alphabet="0123456789", min_size=1, max_size=21) | st.sampled_from([str(MAX_SEQ), str(MAX_SEQ + 1)]))
+def test_the_last_event_id_pattern_admits_exactly_the_ids_the_streams_take(text: str) -> None:
+    taken = len(text) <= 19 and int(text) <= MAX_SEQ
+    assert (re.fullmatch(LAST_EVENT_ID["schema"]["pattern"], text) is not None) is taken
