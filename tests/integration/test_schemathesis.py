@@ -23,6 +23,7 @@ import re
 import tempfile
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,5 +244,12 @@ def test_every_operation_answers_what_the_openapi_document_declares(
     schema = schemathesis.openapi.from_url(f"{server}/openapi.json", config=_config(realm, identities))
     schema.hook("filter_failure")(_keeps)
     assert len(list(schema.get_all_operations())) >= 20
-    findings = [finding for event in from_schema(schema).execute() for finding in _findings(event)]
+    findings: list[str] = []
+    cases: Counter[str] = Counter()
+    for event in from_schema(schema).execute():
+        findings += _findings(event)
+        if isinstance(event, events.ScenarioFinished):
+            cases[event.phase.value] += len(event.recorder.cases)
+    print(f"schemathesis, {EXAMPLES} examples per operation: {dict(cases)} cases")  # shown by pytest -s
+    assert sum(cases.values()) > 0
     assert not findings, "\n\n".join(dict.fromkeys(findings))
