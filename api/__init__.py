@@ -27,7 +27,7 @@ from hango.api import (
     webhooks,
 )
 from hango.api.context import Services
-from hango.api.openapi import Rules
+from hango.api.openapi import DESCRIPTION, Rules
 from hango.api.parsing import Api
 from hango.config import Settings
 from hango.db import Database
@@ -62,6 +62,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
         API_SPEC_OPTIONS={
+            "info": {"description": DESCRIPTION},
             "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
             "security": [{"bearer": []}],
         },

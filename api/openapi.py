@@ -30,6 +30,12 @@ from hango.config import Settings
 from hango.models import DECISIONS
 
 JsonSchema = dict[str, Any]
+DESCRIPTION = (
+    "hango's HTTP API. Besides what each schema says: every string of a body or a query (keys and values, at any "
+    "depth of a free-form value) may not contain U+0000 or an unpaired surrogate; a body nested deeper than "
+    "HANGO_MAX_JSON_DEPTH is a 400 naming `body`, and one over HANGO_MAX_BODY_BYTES a 413. Every refusal is an "
+    "RFC 9457 problem document; a 400 names each invalid field in `errors`."
+)
 Refinement = Callable[[JsonSchema], None]
 
 

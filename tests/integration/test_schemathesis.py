@@ -11,8 +11,8 @@ never does (speed is measured in ``bench/``), and the test timeout already bound
 
 The app is served over HTTP rather than called as WSGI because schemathesis' WSGI transport breaks on the probes of
 ``ignored_auth`` and ``object_level_authorization`` (they keep ``max_redirects``, which werkzeug's test client
-refuses). ``HANGO_SCHEMATHESIS_EXAMPLES`` sets the examples per operation: a few in the suite, thousands for a
-search (see ``docs/openapi.md``).
+refuses). ``HANGO_SCHEMATHESIS_EXAMPLES`` sets the examples per operation: a few in the suite, hundreds or more
+for a search (README.md, "Tests and benchmarks").
 """
 
 from __future__ import annotations
