@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import threading
 import uuid
 from collections import Counter
@@ -32,7 +31,6 @@ from typing import Any
 import pytest
 import schemathesis
 from flask import Flask
-from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import FailedHealthCheck
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import events, from_schema
@@ -151,17 +149,6 @@ def server(app: Flask) -> Iterator[str]:
         thread.join()
 
 
-@pytest.fixture(scope="module")
-def hypothesis_home() -> Iterator[None]:
-    """Keep Hypothesis' caches (it writes some even without an example database) out of the repository."""
-    with tempfile.TemporaryDirectory(prefix="hango-hypothesis-") as directory:
-        set_hypothesis_home_dir(directory)
-        try:
-            yield
-        finally:
-            set_hypothesis_home_dir(None)
-
-
 def _identities(folder: Path, people: dict[str, Realm]) -> Path:
     """A Web Fuzzing Commons file naming each tenant owner's token."""
     path = folder / "identities.json"
@@ -247,7 +234,7 @@ def _finding(event: Any, case_id: str, node: Any) -> str:
 
 
 def test_every_operation_answers_what_the_openapi_document_declares(
-    server: str, realm: Realm, stranger: Realm, hypothesis_home: None, tmp_path: Path
+    server: str, realm: Realm, stranger: Realm, tmp_path: Path
 ) -> None:
     identities = _identities(tmp_path, {"realm": realm, "stranger": stranger})
     schema = schemathesis.openapi.from_url(f"{server}/openapi.json", config=_config(realm, identities))
