@@ -45,8 +45,10 @@ EXAMPLES = int(os.environ.get("HANGO_SCHEMATHESIS_EXAMPLES", "4"))
 # a schema-violating body and a valid one past HANGO_MAX_BODY_BYTES (documented on every operation with a body).
 NEGATIVE_REFUSALS = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
 POSITIVE_ANSWERS = ["2xx", "3xx", "401", "403", "404", "409", "413", "429", "5xx"]
-STREAMS = "/events$"  # an event stream is read for this long, then let go
-STREAM_READ_SECONDS = 0.25
+# An event stream is read for this long, then let go: the tenant's approval stream never ends, so each of its requests
+# costs this much; it leaves a loaded machine time to send the first bytes.
+STREAMS = "/events$"
+STREAM_READ_SECONDS = 0.5
 # Reachable targets for webhooks: whether a name resolves is the network's answer, not the document's.
 WEBHOOK_URLS = ["https://203.0.113.10/hook", "https://10.1.2.3:8443/hango?x=1", "http://192.168.7.7/hook"]
 
