@@ -65,9 +65,10 @@ MATCHER: JsonSchema = {
     "oneOf": [
         _only("equals", {"description": "exact JSON equality, no coercion"}),
         _only("prefix", {"oneOf": [{"type": "string"}, {"type": "array", "minItems": 1, "items": {"type": "string"}}]}),
-        _only("size_over", {"type": "integer", "minimum": 0, "description": "UTF-8 bytes"}),
+        _only("size_over", {"type": "integer", "minimum": 0, "description": "UTF-8 bytes, written without a fraction"}),
     ],
 }
+WHEN_SIZE = "at most HANGO_GRANT_MAX_WHEN_BYTES as compact JSON"
 REVIEWERS: JsonSchema = {
     "type": "object",
     "additionalProperties": False,
@@ -102,7 +103,12 @@ def interrupt_rule(max_ttl: timedelta) -> JsonSchema:
             },
             "when": when_schema("every listed argument must match for the call to be interrupted"),
             "reviewers": REVIEWERS,
-            "approvals_required": {"type": "integer", "minimum": 2, "maximum": MAX_APPROVALS_REQUIRED},
+            "approvals_required": {
+                "type": "integer",
+                "minimum": 2,
+                "maximum": MAX_APPROVALS_REQUIRED,
+                "description": "written without a fraction (3, not 3.0)",
+            },
             "ttl": ttl,
             "on_expiry": {
                 "oneOf": [
@@ -177,7 +183,7 @@ class Rules(BasePlugin):
         properties = definition["properties"]
         properties["ttl"].update(self.grant_ttl)
         properties["tool_name"]["pattern"] = NOT_BLANK
-        properties["when"] = when_schema(properties["when"]["description"])
+        properties["when"] = when_schema(f"{properties['when']['description']}; {WHEN_SIZE}")
         properties["run_id"]["description"] = "only this run, which must be one of the agent's (400 otherwise)"
 
     def _webhook(self, definition: JsonSchema) -> None:
@@ -186,7 +192,7 @@ class Rules(BasePlugin):
     def _remember(self, definition: JsonSchema) -> None:
         properties = definition["properties"]
         properties["ttl"].update({**self.grant_ttl, "description": properties["ttl"]["description"]})
-        properties["when"] = when_schema(properties["when"]["description"])
+        properties["when"] = when_schema(f"{properties['when']['description']}; {WHEN_SIZE}")
 
 
 def _property_names(self: Any, field: fields.Field, **_: Any) -> JsonSchema:  # type: ignore[type-arg]
@@ -211,6 +217,10 @@ def _model(definition: JsonSchema) -> None:
 
 
 def _decision(definition: JsonSchema) -> None:
+    definition["description"] = (
+        "one call's decision: it names a call of the run, once per request (400 otherwise), that call's rule must "
+        "allow it, and an edit's args must suit the call's tool"
+    )
     absent = {"not": {"anyOf": [{"required": ["args"]}, {"required": ["message"]}]}}
     definition["anyOf"] = [{"required": ["tool_call_id"]}, {"required": ["approval_id"]}]
     definition["oneOf"] = [

@@ -49,7 +49,7 @@ POSITIVE_ANSWERS = ["2xx", "3xx", "401", "403", "404", "409", "413", "429", "5xx
 # costs this much; it leaves a loaded machine time to send the first bytes.
 STREAMS = "/events$"
 STREAM_READ_SECONDS = 0.5
-# Reachable targets for webhooks: whether a name resolves is the network's answer, not the document's.
+# Webhook targets that need no name resolution: whether a name resolves is the network's answer, not the document's.
 WEBHOOK_URLS = ["https://203.0.113.10/hook", "https://10.1.2.3:8443/hango?x=1", "http://192.168.7.7/hook"]
 
 
