@@ -217,26 +217,31 @@ def _model(definition: JsonSchema) -> None:
 
 
 def _decision(definition: JsonSchema) -> None:
+    """One object per kind of decision, each with only the members that kind takes."""
+    properties = definition.pop("properties")
+    definition.pop("required", None)
+    definition.pop("additionalProperties", None)
+    common = {name: properties[name] for name in ("tool_call_id", "approval_id", "arguments_sha256")}
+
+    def kind(title: str, decision: JsonSchema, **members: JsonSchema) -> JsonSchema:
+        return {
+            "title": title,
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["decision", *(name for name in members if name != "remember")],
+            "properties": {**common, "decision": {"type": "string", **decision}, **members},
+        }
+
+    message = {**properties["message"], "pattern": NOT_BLANK}
     definition["description"] = (
-        "one call's decision: it names a call of the run, once per request (400 otherwise), that call's rule must "
-        "allow it, and an edit's args must suit the call's tool"
+        "one call's decision: it names a call of the run (tool_call_id or approval_id), once per request (400 "
+        "otherwise), that call's rule must allow it, and an edit's args must suit the call's tool"
     )
-    absent = {"not": {"anyOf": [{"required": ["args"]}, {"required": ["message"]}]}}
     definition["anyOf"] = [{"required": ["tool_call_id"]}, {"required": ["approval_id"]}]
     definition["oneOf"] = [
-        {"title": "approve", "properties": {"decision": {"const": "approve"}}, **absent},
-        {
-            "title": "edit: args replace the arguments whole",
-            "properties": {"decision": {"const": "edit"}},
-            "required": ["args"],
-            "not": {"anyOf": [{"required": ["message"]}, {"required": ["remember"]}]},
-        },
-        {
-            "title": "reject or respond, with a message",
-            "properties": {"decision": {"enum": ["reject", "respond"]}, "message": {"pattern": NOT_BLANK}},
-            "required": ["message"],
-            "not": {"anyOf": [{"required": ["args"]}, {"required": ["remember"]}]},
-        },
+        kind("approve", {"const": "approve"}, remember=properties["remember"]),
+        kind("edit: args replace the arguments whole", {"const": "edit"}, args=properties["args"]),
+        kind("reject or respond, with a message", {"enum": ["reject", "respond"]}, message=message),
     ]
 
 
