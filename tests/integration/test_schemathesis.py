@@ -25,6 +25,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ from schemathesis.openapi.checks import RejectedPositiveData
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from hango import tenancy
+from hango.api import create_app
+from hango.config import Settings
 from hango.db import Database
 
 EXAMPLES = int(os.environ.get("HANGO_SCHEMATHESIS_EXAMPLES", "4"))
@@ -46,12 +49,14 @@ EXAMPLES = int(os.environ.get("HANGO_SCHEMATHESIS_EXAMPLES", "4"))
 NEGATIVE_REFUSALS = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
 POSITIVE_ANSWERS = ["2xx", "3xx", "401", "403", "404", "409", "413", "429", "5xx"]
 # A run's event stream is read up to its first event: the realm's run has ended, and a run the fuzzer starts has its
-# run.queued. The tenant's approval stream never ends and the realm has no approvals: a valid request to it would be
-# read until the timeout, so it gets invalid ones only (its parameters' patterns are tested in
-# tests/unit/test_openapi_rules.py; test_approval_stream.py reads its valid answers).
+# run.queued. The tenant's approval stream never ends and the realm has no approvals: a valid request to it is read
+# until the stream has been silent for STREAM_SILENCE, so it gets invalid ones only, but from the stateful phase (its
+# parameters' patterns are tested in tests/unit/test_openapi_rules.py; test_approval_stream.py reads its answers).
+# The server's keep-alives come more rarely than that silence, and the first bytes have that long to arrive.
+STREAM_SILENCE = timedelta(seconds=2)
 STREAMS = [
     {"include-path": "/v1/approvals/events", "generation": {"mode": "negative"}},
-    {"include-path-regex": "/events$", "max-stream-events": 1},
+    {"include-path-regex": "/events$", "max-stream-events": 1, "request-timeout": STREAM_SILENCE.total_seconds()},
 ]
 # Webhook targets that need no name resolution: whether a name resolves is the network's answer, not the document's.
 WEBHOOK_URLS = ["https://203.0.113.10/hook", "https://10.1.2.3:8443/hango?x=1", "http://192.168.7.7/hook"]
@@ -143,8 +148,9 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def server(app: Flask) -> Iterator[str]:
+def server(settings: Settings, db: Database) -> Iterator[str]:
     """The app served over HTTP on the loopback interface by a thread of this process."""
+    app = create_app(settings.replace(sse_keepalive=STREAM_SILENCE * 2), db=db)
     http = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
     thread = threading.Thread(target=http.serve_forever, name="schemathesis-api", daemon=True)
     thread.start()
