@@ -27,6 +27,7 @@ from hango.api import (
     webhooks,
 )
 from hango.api.context import Services
+from hango.api.openapi import DESCRIPTION, Rules
 from hango.api.parsing import Api
 from hango.config import Settings
 from hango.db import Database
@@ -61,6 +62,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
         API_SPEC_OPTIONS={
+            "info": {"description": DESCRIPTION},
             "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
             "security": [{"bearer": []}],
         },
@@ -73,7 +75,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
         runtime=runtime,
         live=Live.build(runtime, _fanout_redis(settings)),
     )
-    api = Api(app)
+    api = Api(app, spec_kwargs={"extra_plugins": [Rules(settings, runtime.tools.names())]})
     for blueprint in _BLUEPRINTS:
         api.register_blueprint(blueprint)
     inbox.register(app)

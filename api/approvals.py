@@ -185,7 +185,8 @@ class ApprovalEventArgs(ma.Schema):
 
 @blp.route("/approvals/events", methods=["GET"])
 @blp.arguments(ApprovalEventArgs, location="query")
-@blp.doc(responses={"200": {"description": "a text/event-stream of the tenant's approval events"}, **sse.refusals()})
+@blp.headers(sse.LAST_EVENT_ID)
+@blp.doc(responses=sse.stream_responses("the tenant's approval events"))
 def stream_approval_events(args: dict[str, Any]) -> Response:
     """Server-Sent Events: the tenant's live approval queue (a member's: the approvals of their own runs).
 

@@ -12,14 +12,19 @@ from hango import files
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
-from hango.api.schemas import ListArgs, list_of, page_request
+from hango.api.schemas import ListArgs, cursor_field, list_of, page_request
 from hango.models import File
 
 blp = Blueprint("files", __name__, url_prefix="/v1", description="An agent's /memories/ and /skills/ files")
 
 
 class FileArgs(ListArgs):
-    prefix = fields.String(load_default=None, validate=validate.Length(min=1, max=1000))
+    cursor = cursor_field(str)  # files are ordered by path
+    prefix = fields.String(
+        load_default=None,
+        validate=[validate.Length(min=1, max=1000), validate.Regexp("^/", error="must be an absolute path")],
+        metadata={"description": "an absolute path, e.g. /memories/ (`.` and `..` resolved; it may not climb above /)"},
+    )
 
 
 class FileInfo(ma.Schema):

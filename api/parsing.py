@@ -121,6 +121,19 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
         return decorator
 
     @staticmethod
+    def headers(*parameters: dict[str, Any]) -> Callable[[_View], _View]:
+        """Document request headers a view reads itself, besides its query arguments (``doc`` would replace
+        those)."""
+
+        def decorator(view: _View) -> _View:
+            apidoc: dict[str, Any] = deepcopy(getattr(view, "_apidoc", {}))
+            apidoc["headers"] = [*apidoc.get("headers", ()), *parameters]
+            view._apidoc = apidoc  # type: ignore[attr-defined]
+            return view
+
+        return decorator
+
+    @staticmethod
     def _prepare_problems_doc(doc: dict[str, Any], doc_info: dict[str, Any], *, method: str, **_: Any) -> Any:
         statuses = {401, 500, *doc_info.get("problems", ())}
         if doc_info.get("arguments"):
@@ -132,6 +145,7 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
         responses = doc.setdefault("responses", {})
         for status in sorted(statuses):
             responses.setdefault(str(status), http.HTTPStatus(status).name)
+        doc.setdefault("parameters", []).extend(doc_info.get("headers", ()))
         return doc
 
 

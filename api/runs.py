@@ -13,7 +13,7 @@ from hango.api import sse
 from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint
-from hango.api.schemas import ListArgs, list_of, page_request
+from hango.api.schemas import ListArgs, cursor_field, list_of, page_request
 from hango.models import RUN_STATES
 from hango.models import Run as RunRow
 from hango.pagination import Page
@@ -39,9 +39,17 @@ class Content(fields.Field):  # type: ignore[type-arg]
         raise ma.ValidationError("must be a string or a list of text blocks")
 
 
+TEXT_BLOCK = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["type", "text"],
+    "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}},
+}
+
+
 class InputMessage(ma.Schema):
     role = fields.String(required=True, validate=validate.OneOf(["user", "assistant"]))
-    content = Content(required=True)
+    content = Content(required=True, metadata={"oneOf": [{"type": "string"}, {"type": "array", "items": TEXT_BLOCK}]})
 
 
 class RunCreate(ma.Schema):
@@ -76,6 +84,10 @@ class MessageOut(ma.Schema):
 
 class RunListArgs(ListArgs):
     state = fields.String(load_default=None, validate=validate.OneOf(RUN_STATES))
+
+
+class MessageListArgs(ListArgs):
+    cursor = cursor_field(int)  # messages are ordered by seq
 
 
 class EventArgs(ma.Schema):
@@ -126,7 +138,7 @@ def cancel_run(run_id: uuid.UUID) -> RunRow:
 
 @blp.route("/runs/<uuid:run_id>/messages", methods=["GET"])
 @blp.problems(404)
-@blp.arguments(ListArgs, location="query")
+@blp.arguments(MessageListArgs, location="query")
 @blp.response(200, MessageList)
 def list_messages(args: dict[str, Any], run_id: uuid.UUID) -> Page[Any]:
     """The run's messages by ``seq`` (the run's and its subagents', one sequence)."""
@@ -136,7 +148,8 @@ def list_messages(args: dict[str, Any], run_id: uuid.UUID) -> Page[Any]:
 @blp.route("/runs/<uuid:run_id>/events", methods=["GET"])
 @blp.problems(404)
 @blp.arguments(EventArgs, location="query")
-@blp.doc(responses={"200": {"description": "a text/event-stream of the run's events"}, **sse.refusals()})
+@blp.headers(sse.LAST_EVENT_ID)
+@blp.doc(responses=sse.stream_responses("the run's events"))
 def stream_events(args: dict[str, Any], run_id: uuid.UUID) -> Response:
     """Server-Sent Events: the stored log from the start (or after ``Last-Event-ID`` / ``?after=``), then live.
 

@@ -2,28 +2,49 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import datetime
 from typing import Any
 
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from hango.pagination import DEFAULT_LIMIT, MAX_LIMIT, PageRequest
+from hango.pagination import DEFAULT_LIMIT, MAX_LIMIT, NOT_A_CURSOR, PageRequest, cursor_pattern
+
+
+def cursor_field(*kinds: type) -> fields.String:
+    """``?cursor=`` of a list ordered by keys of these types: its pattern is the grammar of that list's cursors, and
+    an empty value, as clients send for "no cursor", asks for the first page."""
+    pattern = cursor_pattern(kinds)
+    validators = [] if pattern is None else [validate.Regexp(f"^(?:{pattern})?$", error=NOT_A_CURSOR)]
+    description = "next_cursor of the previous page; absent or empty: the first page"
+    return fields.String(load_default=None, validate=validators, metadata={"description": description})
+
+
+class JsonBoolean(fields.Boolean):
+    """A body's ``true`` or ``false``, nothing else: marshmallow's Boolean also takes ``"yes"``, ``1`` and ``0``
+    (``0 in {False}`` holds in Python), which the document's ``type: boolean`` does not."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid", input=value)
+        return value
 
 
 class ListArgs(ma.Schema):
-    """``?limit=`` and ``?cursor=`` of every list endpoint."""
+    """``?limit=`` and ``?cursor=`` of every list endpoint (one ordered by creation time, then id)."""
 
     limit = fields.Integer(
         load_default=DEFAULT_LIMIT,
         validate=validate.Range(min=1, max=MAX_LIMIT),
         metadata={"description": f"items per page, 1 to {MAX_LIMIT}"},
     )
-    cursor = fields.String(load_default=None, metadata={"description": "next_cursor of the previous page"})
+    cursor = cursor_field(datetime, uuid.UUID)
 
 
 def page_request(args: dict[str, Any]) -> PageRequest:
     """The page request carried by parsed :class:`ListArgs`."""
-    return PageRequest(limit=args["limit"], cursor=args["cursor"])
+    return PageRequest(limit=args["limit"], cursor=args["cursor"] or None)
 
 
 def list_of(item: type[ma.Schema], name: str) -> type[ma.Schema]:

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from flask import Response, request, stream_with_context
 
+from hango.api.patterns import whole_numbers_up_to
 from hango.errors import InvalidInput
 from hango.green import monkey_patched
 from hango.run.stream import Wire
@@ -115,6 +116,23 @@ def last_event_id(default: int) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_SEQ):
         raise InvalidInput.field("Last-Event-ID", "must be the id of an event this stream sent")
     return int(text)
+
+
+def stream_responses(description: str) -> dict[str, Any]:
+    """The OpenAPI responses of an event stream: the stream, and its refusals."""
+    data = {"type": "object", "description": "an event's data: members by event type, as api.md lists them"}
+    stream = {"description": description, "content": {"text/event-stream": {"schema": data}}}
+    return {"200": stream, **refusals()}
+
+
+# 1 to 19 ASCII digits within a bigint: 18 digits or fewer, 19 with a leading zero, or a number up to MAX_SEQ.
+LAST_EVENT_ID: dict[str, Any] = {
+    "in": "header",
+    "name": "Last-Event-ID",
+    "required": False,
+    "description": "resume after this event (the id: of the last event received); a malformed id is a 400",
+    "schema": {"type": "string", "pattern": f"^(?:[0-9]{{1,18}}|0[0-9]{{18}}|{whole_numbers_up_to(MAX_SEQ)})$"},
+}
 
 
 def refusal(description: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from hango import tenancy
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
+from hango.api.schemas import JsonBoolean
 
 blp = Blueprint("tenant", __name__, url_prefix="/v1", description="The tenant's settings")
 
@@ -28,7 +29,7 @@ class NoQuery(ma.Schema):
 
 
 class TenantUpdate(ma.Schema):
-    self_approval = fields.Boolean(required=True, truthy={True}, falsy={False})  # JSON true or false only
+    self_approval = JsonBoolean(required=True)
 
 
 @blp.route("/tenant", methods=["GET"])

@@ -1,26 +1,36 @@
-"""Keyset pagination: opaque cursors and the one query helper every list endpoint uses."""
+"""Keyset pagination: cursors and the one query helper every list endpoint uses.
+
+A cursor names the sort key of a page's last item in a spelling whose grammar is regular, so that the OpenAPI
+document can state exactly which cursors are well formed (:func:`cursor_pattern`) and every text matching it is a
+position in the list: a time is its microseconds since the Unix epoch, a UUID its 32 hex digits, a sequence number
+its decimal digits, joined by ``_``; a list ordered by one text key (file paths) uses that text itself.
+"""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
+import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Select, tuple_
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from hango.errors import InvalidInput
-from hango.validation import load_json
 
 T = TypeVar("T")
 KeyPart = datetime | uuid.UUID | int | str
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
+SEPARATOR = "_"
+NOT_A_CURSOR = "is not a cursor this list returned"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+# At most 17 digits of microseconds (until the year 5138) and 18 of a sequence number (below the bigint maximum):
+# every spelling the pattern admits parses into a value the database compares.
+_PART_PATTERNS: dict[type, str] = {datetime: "[0-9]{1,17}", uuid.UUID: "[0-9a-fA-F]{32}", int: "[0-9]{1,18}"}
 
 
 @dataclass(frozen=True)
@@ -39,31 +49,43 @@ class Page(Generic[T]):
     next_cursor: str | None
 
 
+def cursor_pattern(kinds: Sequence[type]) -> str | None:
+    """The regular expression (unanchored; ECMA-262 and Python alike) of the cursors of a list ordered by keys of
+    these types; ``None`` for a list ordered by one text key, whose cursor may be any text."""
+    if list(kinds) == [str]:
+        return None
+    return SEPARATOR.join(_PART_PATTERNS[kind] for kind in kinds)
+
+
 def encode_cursor(values: Sequence[KeyPart]) -> str:
     """Encode the sort key of the last item of a page."""
-    parts = [value.isoformat() if isinstance(value, datetime) else str(value) for value in values]
-    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
+    return SEPARATOR.join(_encode(value) for value in values)
 
 
-def decode_cursor(cursor: str, parsers: Sequence[Callable[[str], Any]]) -> tuple[Any, ...]:
+def _encode(value: KeyPart) -> str:
+    if isinstance(value, datetime):
+        return str((value - _EPOCH) // _MICROSECOND)
+    if isinstance(value, uuid.UUID):
+        return value.hex
+    return str(value)
+
+
+def decode_cursor(cursor: str, kinds: Sequence[type]) -> tuple[Any, ...]:
     """Decode a cursor back into typed key values, or raise a 400-class error naming ``cursor``."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        # A cursor is a flat list of strings: anything deeper, or holding what SQL cannot, was not ours.
-        parts = load_json(base64.urlsafe_b64decode(padded.encode()), max_depth=1)
-        if not isinstance(parts, list) or len(parts) != len(parsers):
-            raise ValueError("wrong shape")
-        return tuple(parse(str(part)) for parse, part in zip(parsers, parts, strict=True))
-    except (InvalidInput, ValueError, TypeError, OverflowError, binascii.Error) as exc:
-        raise InvalidInput.field("cursor", "is not a cursor this list returned") from exc
+    pattern = cursor_pattern(kinds)
+    if pattern is None:
+        return (cursor,)
+    if re.fullmatch(pattern, cursor, flags=re.ASCII) is None:
+        raise InvalidInput.field("cursor", NOT_A_CURSOR)
+    return tuple(_decode(kind, part) for kind, part in zip(kinds, cursor.split(SEPARATOR), strict=True))
 
 
-def _utc(text: str) -> datetime:
-    # Converting to UTC raises OverflowError for a time past year 9999, which no database column holds.
-    return datetime.fromisoformat(text).astimezone(UTC)
-
-
-_PARSERS: dict[type, Callable[[str], Any]] = {datetime: _utc, uuid.UUID: uuid.UUID, int: int}
+def _decode(kind: type, part: str) -> Any:
+    if kind is datetime:
+        return _EPOCH + int(part) * _MICROSECOND
+    if kind is uuid.UUID:
+        return uuid.UUID(hex=part)
+    return int(part)
 
 
 def paginate(
@@ -76,12 +98,12 @@ def paginate(
 ) -> Page[T]:
     """Run ``statement`` ordered by ``keys`` and cut one page from it after the request's cursor.
 
-    ``keys`` must identify a row uniquely (end them with the primary key) so no row is skipped or repeated.
+    ``keys`` must identify a row uniquely (end them with the primary key) so no row is skipped or repeated. They are
+    times, UUIDs and integers, or one text column alone (a cursor spells them as :func:`cursor_pattern` says).
     """
     key = tuple_(*keys)
     if request.cursor is not None:
-        parsers = [_PARSERS.get(column.type.python_type, str) for column in keys]
-        after = tuple_(*decode_cursor(request.cursor, parsers))
+        after = tuple_(*decode_cursor(request.cursor, [column.type.python_type for column in keys]))
         statement = statement.where(key < after if descending else key > after)
     order = [column.desc() for column in keys] if descending else list(keys)
     rows = list(session.scalars(statement.order_by(*order).limit(request.limit + 1)))

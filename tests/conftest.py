@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -39,6 +41,24 @@ def _temporary_files_under_basetemp(tmp_path_factory: pytest.TempPathFactory) ->
             patch.setenv(name, value)
         patch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
         yield
+
+
+HYPOTHESIS_HOME: list[str] = []  # this session's folder for Hypothesis' caches and examples
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Hypothesis' caches and examples go to a folder of this session, not to .hypothesis/ in the checkout.
+
+    Set before collection: Hypothesis reads the constants of the tests' modules into its cache then.
+    """
+    HYPOTHESIS_HOME.append(tempfile.mkdtemp(prefix="hango-hypothesis-"))
+    set_hypothesis_home_dir(HYPOTHESIS_HOME[-1])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Forget this session's Hypothesis folder."""
+    set_hypothesis_home_dir(None)
+    shutil.rmtree(HYPOTHESIS_HOME.pop(), ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int) -> None:

@@ -12,6 +12,18 @@ from hango.agent.models.factory import PROVIDERS
 MAX_TURNS_LIMIT = 1000
 
 
+class WholeNumber(fields.Integer):
+    """A JSON number without a fraction, as JSON Schema's ``integer`` (``5`` or ``5.0``): marshmallow's Integer also
+    takes ``"5"`` and truncates ``5.5``."""
+
+    def _validated(self, value: Any) -> int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.make_error("invalid", input=value)
+        return value
+
+
 class ScriptedCall(ma.Schema):
     """One tool call of a scripted turn."""
 
@@ -33,7 +45,7 @@ class ModelConfig(ma.Schema):
     provider = fields.String(required=True, validate=validate.OneOf(PROVIDERS))
     script = fields.List(fields.Nested(ScriptedTurn))
     name = fields.String(validate=validate.Length(min=1, max=200))
-    max_tokens = fields.Integer(validate=validate.Range(min=1, max=1_000_000))
+    max_tokens = WholeNumber(validate=validate.Range(min=1, max=1_000_000))
 
     @validates_schema
     def _provider_options(self, data: dict[str, Any], **_: Any) -> None:
@@ -87,8 +99,8 @@ class AgentConfig(ma.Schema):
         keys=fields.String(validate=validate.Length(min=1, max=200)), values=fields.Raw(), load_default=dict
     )
     subagents = fields.List(fields.Nested(SubagentConfig), load_default=list)
-    max_turns = fields.Integer(load_default=50, validate=validate.Range(min=1, max=MAX_TURNS_LIMIT))
-    max_tokens = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=10_000_000))
+    max_turns = WholeNumber(load_default=50, validate=validate.Range(min=1, max=MAX_TURNS_LIMIT))
+    max_tokens = WholeNumber(load_default=None, allow_none=True, validate=validate.Range(min=1, max=10_000_000))
 
     @validates_schema
     def _unique_subagents(self, data: dict[str, Any], **_: Any) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import re
@@ -36,7 +35,7 @@ BAD_BODIES: list[tuple[str, str]] = [
     ("text/plain", "hello"),
     ("application/x-www-form-urlencoded", "email=a%40b.io&role=member"),
 ]
-BAD_QUERIES = ["limit=-1", "limit=1000", "limit=", "cursor=", "cursor=eyJ4IjoxfQ", "unknown=1", "limit=1.5"]
+BAD_QUERIES = ["limit=-1", "limit=1000", "limit=", "cursor=%00", "cursor=eyJ4IjoxfQ", "unknown=1", "limit=1.5"]
 BAD_IDS = ["not-a-uuid", "00000000-0000-0000-0000-000000000000", "%00", "..", "1" * 300]
 
 
@@ -307,8 +306,7 @@ def test_hostile_last_event_ids_are_a_400(client: FlaskClient, targets: Targets,
     assert query.status_code == 400, query.data[:300]
 
 
-def _cursor(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+ZERO_ID = "0" * 32
 
 
 @pytest.mark.parametrize(
@@ -317,11 +315,12 @@ def _cursor(raw: bytes) -> str:
         ("action=%00", "action"),
         ("target_kind=run%00", "target_kind"),
         ("target_id=%00", "target_id"),
-        ("cursor=" + _cursor(b"[" * DEEP), "cursor"),
-        ("cursor=" + _cursor(b'["9999-12-31T23:59:59-23:59", "00000000-0000-0000-0000-000000000000"]'), "cursor"),
-        ("cursor=" + _cursor(b'["\\u0000", "00000000-0000-0000-0000-000000000000"]'), "cursor"),
-        ("cursor=" + _cursor(b'[["x"], "00000000-0000-0000-0000-000000000000"]'), "cursor"),
-        ("cursor=" + _cursor(b"\xff\xfe"), "cursor"),
+        ("cursor=" + "[" * DEEP, "cursor"),
+        ("cursor=" + "9" * 18 + "_" + ZERO_ID, "cursor"),  # microseconds past the year 9999
+        ("cursor=%00_" + ZERO_ID, "cursor"),
+        ("cursor=1_" + ZERO_ID + "_1", "cursor"),
+        ("cursor=%FF%FE", "cursor"),
+        ("cursor=%D9%A1_" + ZERO_ID, "cursor"),  # an Arabic-Indic digit: a digit to Python, not to the pattern
     ],
 )
 def test_hostile_query_values_are_a_400_naming_the_argument(
@@ -334,7 +333,7 @@ def test_hostile_query_values_are_a_400_naming_the_argument(
 
 
 def test_a_cursor_naming_a_path_with_a_nul_is_a_400(client: FlaskClient, targets: Targets) -> None:
-    cursor = _cursor(b'["/memories/\\u0000"]')
+    cursor = "/memories/%00"  # a file list's cursor is the last path, and no path holds a NUL
     response = client.get(f"/v1/agents/{targets.agent_id}/files?cursor={cursor}", headers=targets.tenant.owner.headers)
     assert response.status_code == 400, response.data[:300]
     assert [error["field"] for error in response.json["errors"]] == ["cursor"]

@@ -61,6 +61,29 @@ def test_bad_list_arguments_are_a_400(tenant: TenantFixture, client: FlaskClient
     assert _fields(_assert_problem(response, 400, "validation")) == [field]
 
 
+def test_lists_over_their_length_are_a_400_naming_them(tenant: TenantFixture, client: FlaskClient) -> None:
+    agent = {"name": "long", "model": {"provider": "scripted", "script": []}}
+    agent_id = client.post("/v1/agents", json=agent, headers=tenant.owner.headers).json["id"]
+    messages = [{"role": "user", "content": "hi"}] * 1001
+    response = client.post("/v1/runs", json={"agent_id": agent_id, "messages": messages}, headers=tenant.owner.headers)
+    assert _fields(_assert_problem(response, 400, "validation")) == ["messages"]
+    run = client.post("/v1/runs", json={"agent_id": agent_id, "input": "go"}, headers=tenant.owner.headers).json
+    decisions = [{"tool_call_id": f"call-{index}", "decision": "approve"} for index in range(1001)]
+    response = client.post(
+        f"/v1/runs/{run['id']}/approvals", json={"decisions": decisions}, headers=tenant.owner.headers
+    )
+    assert _fields(_assert_problem(response, 400, "validation")) == ["decisions"]
+
+
+def test_an_empty_cursor_asks_for_the_first_page(tenant: TenantFixture, client: FlaskClient) -> None:
+    tenant.add("member")
+    first = client.get("/v1/users?limit=1", headers=tenant.owner.headers)
+    empty = client.get("/v1/users?limit=1&cursor=", headers=tenant.owner.headers)
+    assert empty.status_code == 200, empty.json
+    assert empty.json == first.json
+    assert empty.json["next_cursor"]
+
+
 @pytest.mark.parametrize("header", [None, "Bearer", "Bearer nope", "Basic dXNlcjpwYXNz", "hango_abc"])
 def test_missing_or_bad_credentials_are_a_401(client: FlaskClient, header: str | None) -> None:
     headers = {"Authorization": header} if header else {}

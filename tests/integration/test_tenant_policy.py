@@ -42,6 +42,13 @@ def test_everyone_reads_the_policy_only_an_owner_changes_it_and_the_change_is_au
     assert sorted(row.outcome for row in rows) == ["denied", "denied", "error", "success"]
 
 
+@pytest.mark.parametrize("value", [0, 1, "false", None, 0.0])
+def test_self_approval_is_json_true_or_false_only(client: FlaskClient, tenant: TenantFixture, value: object) -> None:
+    status, body = _set(client, tenant.owner.headers, value)
+    assert (status, [error["field"] for error in body["errors"]]) == (400, ["self_approval"])
+    assert client.get("/v1/tenant", headers=tenant.owner.headers).json["self_approval"] is True
+
+
 def test_with_self_approval_off_the_runs_creator_is_refused_even_as_owner_and_another_owner_decides(
     client: FlaskClient, tenant: TenantFixture
 ) -> None:

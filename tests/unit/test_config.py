@@ -17,7 +17,7 @@ def test_durations_accept_units_and_plain_seconds(text: str, seconds: float) -> 
     assert parse_duration(text) == timedelta(seconds=seconds)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "10x", "-5s", "1h30m", "s"])
+@pytest.mark.parametrize("text", ["", "abc", "10x", "-5s", "1h30m", "s", "\u0663h", "\u00a01h"])
 def test_malformed_durations_are_refused(text: str) -> None:
     with pytest.raises(ValueError, match="duration"):
         parse_duration(text)
