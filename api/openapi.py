@@ -25,7 +25,7 @@ from hango.api.grants import GrantCreate
 from hango.api.patterns import NOT_BLANK, duration_pattern
 from hango.api.runs import RunCreate
 from hango.api.webhooks import WebhookCreate
-from hango.approvals import DecisionSchema, RememberSchema
+from hango.approval_requests import DecisionSchema, RememberSchema
 from hango.config import Settings
 from hango.models import DECISIONS
 
