@@ -42,6 +42,7 @@ from hango import tenancy
 from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
+from hango.models import PendingApproval
 
 EXAMPLES = int(os.environ.get("HANGO_SCHEMATHESIS_EXAMPLES", "4"))
 # A 413 refuses a body for its size in bytes, which no JSON Schema keyword states: it is how the server refuses both
@@ -98,7 +99,9 @@ UNSTATED = [
     Unstated(("POST /v1/grants",), "when", "bytes of JSON, over"),
     Unstated(DECIDE, rf"{DECISION}\.remember\.when", "bytes of JSON, over"),
     # What exists: the run's calls, an agent's runs, what a name resolves to.
-    Unstated(("POST /v1/grants",), "run_id", "is a run of another agent"),
+    Unstated(("POST /v1/grants",), "run_id", "is a run of another agent|is your own run"),
+    # Whether a grant could ever apply: the agent's rules (and the caller's place among their reviewers).
+    Unstated(("POST /v1/grants",), "tool_name", "would never apply"),
     Unstated(("POST /v1/webhooks",), "url", "does not resolve|resolves to|plain http only to a private address"),
     Unstated(DECIDE, rf"{DECISION}\.(approval_id|tool_call_id)", "no such approval|no pending call|different calls"),
     Unstated(DECIDE, DECISION, "is named twice"),
@@ -128,11 +131,32 @@ def _populate(app: Flask, token: str) -> dict[str, str]:
     return {"agent_id": agent_id, "run_id": run_id, "user_id": member["id"], "token_id": token_id}
 
 
+def _approval(db: Database, tenant_id: uuid.UUID, run_id: str) -> str:
+    """A cancelled approval of the realm's run, so that the approval and preview routes reach their handlers (a run
+    suspends only under a worker; its row is what the routes read)."""
+    row = PendingApproval(
+        id=uuid.uuid4(),
+        tenant_id=tenant_id,
+        run_id=uuid.UUID(run_id),
+        turn=1,
+        tool_call_id="w",
+        tool_name="write_file",
+        arguments={"file_path": "/memories/AGENTS.md", "content": "fuzzed"},
+        allowed_decisions=["approve", "reject"],
+        state="cancelled",
+    )
+    with db.transaction() as session:
+        session.add(row)
+    return str(row.id)
+
+
 @pytest.fixture(scope="module")
 def realm(app: Flask, db: Database) -> Realm:
-    """An owner's token, an agent, a finished run (its event stream ends) and a member whose token may be revoked."""
+    """An owner's token, an agent, a finished run (its event stream ends) with an approval, and a member whose token
+    may be revoked."""
     created = tenancy.create_tenant(db, "fuzzed", f"owner-{uuid.uuid4().hex[:8]}@example.com")
-    return Realm(created.token, _populate(app, created.token))
+    ids = _populate(app, created.token)
+    return Realm(created.token, ids | {"approval_id": _approval(db, created.tenant_id, ids["run_id"])})
 
 
 @pytest.fixture(scope="module")
