@@ -26,7 +26,7 @@ from hango.api.patterns import NOT_BLANK, duration_pattern
 from hango.api.runs import RunCreate
 from hango.api.webhooks import WebhookCreate
 from hango.approval_requests import DecisionSchema, RememberSchema
-from hango.config import Settings
+from hango.config import Settings, spelt_duration
 from hango.models import DECISIONS
 
 JsonSchema = dict[str, Any]
@@ -44,16 +44,8 @@ def _duration(maximum: timedelta, setting: str) -> JsonSchema:
         "type": "string",
         "pattern": duration_pattern(maximum),
         "description": f"a duration such as 90s, 15m, 4h or 2d (a plain number is seconds), above zero and at most "
-        f"{setting} ({_spelt(maximum)} here)",
+        f"{setting} ({spelt_duration(maximum)} here)",
     }
-
-
-def _spelt(duration: timedelta) -> str:
-    seconds = duration.total_seconds()
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g}{unit}"
-    return f"{seconds:g}s"
 
 
 def _only(name: str, value: JsonSchema) -> JsonSchema:

@@ -42,6 +42,15 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(seconds=float(number) * _UNIT_SECONDS[unit or "s"])
 
 
+def spelt_duration(duration: timedelta) -> str:
+    """A duration as a person would write it for :func:`parse_duration`: ``30d``, ``4h``, ``90s``."""
+    seconds = duration.total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
 def parse_positive_int(text: str) -> int:
     """Parse a whole number greater than zero."""
     value = int(text.strip())

@@ -30,7 +30,7 @@ from typing import Any
 
 from hango.agent.paths import PathError, is_under, normalize_path
 from hango.canonical import canonical_json
-from hango.config import parse_duration
+from hango.config import parse_duration, spelt_duration
 from hango.errors import FieldError, InvalidInput
 from hango.models import DECISIONS
 
@@ -157,7 +157,7 @@ def _description_errors(description: Any, field: str) -> list[FieldError]:
 
 
 def _ttl_errors(ttl: Any, field: str, max_ttl: timedelta) -> list[FieldError]:
-    problem = f"must be a duration such as 30m, 4h or 2d, longer than zero and at most {_spelt(max_ttl)}"
+    problem = f"must be a duration such as 30m, 4h or 2d, longer than zero and at most {spelt_duration(max_ttl)}"
     if not isinstance(ttl, str):
         return [FieldError(field, problem)]
     try:
@@ -165,14 +165,6 @@ def _ttl_errors(ttl: Any, field: str, max_ttl: timedelta) -> list[FieldError]:
     except (ValueError, OverflowError):
         return [FieldError(field, problem)]
     return [] if timedelta(0) < duration <= max_ttl else [FieldError(field, problem)]
-
-
-def _spelt(duration: timedelta) -> str:
-    seconds = duration.total_seconds()
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g}{unit}"
-    return f"{seconds:g}s"
 
 
 def _expiry_errors(on_expiry: Any, field: str, max_ttl: timedelta) -> list[FieldError]:
