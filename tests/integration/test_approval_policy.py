@@ -272,7 +272,10 @@ def test_the_openapi_document_shows_the_policy_fields_and_refusals(client: Flask
         "done",
         "outcome_unknown",
     ]
-    assert {"arguments_sha256", "remember"} <= set(spec["components"]["schemas"]["Decision"]["properties"])
+    # One object per kind of decision: each may be bound to a digest, and an approve may be remembered.
+    kinds = {variant["title"]: variant["properties"] for variant in spec["components"]["schemas"]["Decision"]["oneOf"]}
+    assert all("arguments_sha256" in members for members in kinds.values())
+    assert [title for title, members in kinds.items() if "remember" in members] == ["approve"]
     assert {"get", "put"} <= set(spec["paths"]["/v1/tenant"])
     responses = spec["paths"]["/v1/runs/{run_id}/approvals"]["post"]["responses"]
     assert "already-voted" in responses["409"]["description"]
