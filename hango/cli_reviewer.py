@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from hango.client import Approval, Client, Decision, Event, ProblemError, Run, TransportError
-from hango.client.types import DecisionKind
+from hango.client.types import ApprovalPreview, DecisionKind
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -175,6 +175,8 @@ def approvals_show(approval_id: str, url: str, token: str, as_json: bool) -> Non
     """One approval, in any state."""
     with connected(url, token) as client:
         approval = client.get_approval(approval_id)
+        # A pending file change is shown as the server works it out: the file the tool will write, and the diff.
+        change = client.approval_preview(approval["id"]) if approval["state"] == "pending" else None
     if as_json:
         emit_json(approval)
         return
@@ -197,6 +199,24 @@ def approvals_show(approval_id: str, url: str, token: str, as_json: bool) -> Non
     if approval["decision"]:
         for key in ("decision", "decision_args", "decision_message", "decided_by", "decided_at"):
             click.echo(f"{key + ':':<19}{display(shown[key])}")
+    if change is not None and change["kind"] == "file":
+        _show_change(change)
+
+
+def _show_change(change: ApprovalPreview) -> None:
+    """What a pending file change would do, as the server's preview says: never the path as the model wrote it."""
+    owner = {"agent": "the agent's, persists across runs", "run": "the run's scratch space"}.get(
+        change["storage"] or ""
+    )
+    click.echo(f"{'writes:':<19}{change['path'] or '-'}{f' ({owner})' if owner else ''}")
+    if change["path_differs"]:
+        click.echo(f"{'':<19}the call wrote the path as {json.dumps(change['file_path'])}")
+    if change["error"]:
+        click.echo(f"{'the tool refuses:':<19}{change['error']}")
+    elif change["diff"] is not None:
+        click.echo(change["diff"].rstrip("\n") or f"{'':<19}(no change)")
+    elif change["note"]:
+        click.echo(f"{'':<19}{change['note']}")
 
 
 def display(value: Any) -> str:

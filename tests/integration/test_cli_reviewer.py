@@ -13,7 +13,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from hango.config import Settings
-from tests.integration.conftest import Person, TenantFixture, create_agent
+from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import finished, pending, suspended_run, tool_results, write_memory
 from tests.support.processes import HANGO, api_server, settings_env
 
@@ -76,6 +76,26 @@ def test_a_reviewer_lists_shows_and_decides_several_calls_in_one_command(
     results = tool_results(client, tenant.owner, run_id)
     assert results["call_a"]["is_error"] is False
     assert "no b" in results["call_b"]["content"]
+
+
+def test_show_prints_the_file_the_tool_will_write_and_the_servers_diff(
+    hango: Any, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    spelt = "/memories/notes.md#/../AGENTS.md"
+    call = {"name": "write_file", "args": {"file_path": spelt, "content": "new line\n"}, "id": "w"}
+    agent_id = create_agent(client, tenant.owner, [{"tool_calls": [call]}, {"text": "Ok"}])
+    files = f"/v1/agents/{agent_id}/files/memories/AGENTS.md"
+    assert client.put(files, json={"content": "old line\n"}, headers=tenant.owner.headers).status_code == 200
+    run_id = start_run(client, tenant.owner, agent_id)
+    assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval"})["state"] == "awaiting_approval"
+    [item] = pending(client, tenant.owner, run_id)
+    shown = hango(tenant.owner, "approvals", "show", item["id"].upper())
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "writes:            /memories/AGENTS.md (the agent's, persists across runs)" in lines
+    assert f'                   the call wrote the path as "{spelt}"' in lines
+    assert lines[-2:] == ["-old line", "+new line"]
+    assert "why it waits:      Writes to the agent's persistent memories and skills need a reviewer." in lines
 
 
 def test_a_quorum_vote_says_the_call_is_still_pending_with_k_of_n(
