@@ -17,8 +17,7 @@ from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint, request_json
 from hango.api.runs import Run
-from hango.api.schemas import PROBLEM_CONTENT_TYPE, ListArgs, Problem, list_of, page_request
-from hango.api.tenant import NoQuery
+from hango.api.schemas import PROBLEM_CONTENT_TYPE, ListArgs, NoQuery, Problem, list_of, page_request
 from hango.approval_requests import DecisionsSchema
 from hango.errors import InvalidInput
 from hango.models import APPROVAL_STATES, EXECUTIONS, VOTES

@@ -58,6 +58,10 @@ def list_of(item: type[ma.Schema], name: str) -> type[ma.Schema]:
     )
 
 
+class NoQuery(ma.Schema):
+    """No query parameters: an unknown one is a 400, as on every other route."""
+
+
 class FieldProblem(ma.Schema):
     """One entry of a problem document's ``errors``."""
 

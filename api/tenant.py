@@ -11,7 +11,7 @@ from hango import tenancy
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
-from hango.api.schemas import JsonBoolean
+from hango.api.schemas import JsonBoolean, NoQuery
 
 blp = Blueprint("tenant", __name__, url_prefix="/v1", description="The tenant's settings")
 
@@ -22,10 +22,6 @@ class TenantSettings(ma.Schema):
     self_approval = fields.Boolean(
         required=True, metadata={"description": "false: a run's creator may never decide that run's approvals"}
     )
-
-
-class NoQuery(ma.Schema):
-    """No query parameters: an unknown one is a 400, as on every other route."""
 
 
 class TenantUpdate(ma.Schema):

@@ -12,8 +12,7 @@ from hango import tenancy
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
-from hango.api.schemas import ListArgs, list_of, page_request
-from hango.api.tenant import NoQuery
+from hango.api.schemas import ListArgs, NoQuery, list_of, page_request
 from hango.models import ROLES
 from hango.pagination import Page
 

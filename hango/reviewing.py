@@ -32,5 +32,12 @@ def preview(runtime: Runtime, principal: Principal, approval_id: uuid.UUID) -> t
         run = get_run(session, principal, row.run_id)
         settings = runtime.settings
         limits, diff_limits = ToolLimits.of(settings), DiffLimits.of(settings)
-        shown = preview_call(runtime.tools, run_files(session, run), limits, diff_limits, row.tool_name, row.arguments)
+        shown = preview_call(
+            runtime.tools,
+            run_files(session, run.tenant_id, run.agent_id, run.id),
+            limits,
+            diff_limits,
+            row.tool_name,
+            row.arguments,
+        )
         return row, shown

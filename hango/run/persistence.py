@@ -33,7 +33,7 @@ from hango.store import approvals as approval_store
 from hango.store import runs as run_store
 from hango.store import subagent_calls as subagent_store
 from hango.store.audit import insert_audit_events
-from hango.store.files import SqlFileSystem
+from hango.store.files import run_files
 from hango.store.messages import insert_messages, message_json, to_message
 from hango.store.runs import Add, RunCounters
 from hango.store.tenants import allows_self_approval
@@ -290,4 +290,4 @@ class RunPersistence:
             yield self._files(session)
 
     def _files(self, session: Session) -> FileSystem:
-        return SqlFileSystem(session, self.tenant_id, self.agent_id, self.run_id)
+        return run_files(session, self.tenant_id, self.agent_id, self.run_id)

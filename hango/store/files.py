@@ -14,7 +14,7 @@ from hango.agent.files import FileInfo, StorageUse
 from hango.agent.paths import is_agent_path, normalize_path
 from hango.auth import Principal
 from hango.errors import NotFound
-from hango.models import File, Run
+from hango.models import File
 from hango.store.agents import get_agent
 from hango.store.runs import get_run
 
@@ -107,9 +107,10 @@ class SqlFileSystem:
         return StorageUse(int(owner_bytes), int(file_bytes))
 
 
-def run_files(session: Session, run: Run) -> SqlFileSystem:
-    """The files a run's tools see: its scratch files and its agent's ``/memories/`` and ``/skills/``."""
-    return SqlFileSystem(session, run.tenant_id, run.agent_id, run.id)
+def run_files(session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID) -> SqlFileSystem:
+    """The files a run's tools see: its scratch files and its agent's ``/memories/`` and ``/skills/``. The worker's
+    tools and the approval preview both read them through here, so both resolve a path to the same owner."""
+    return SqlFileSystem(session, tenant_id, agent_id, run_id)
 
 
 def find_agent_file(

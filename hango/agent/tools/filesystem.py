@@ -46,8 +46,9 @@ def _normalized(raw: str) -> str:
         raise ToolError(f"invalid path {raw!r}: {exc}; paths are absolute, like /notes.md") from exc
 
 
-def _file_path(raw: str) -> str:
-    """A normalised path that can name a file: not ``/`` and without a trailing ``/``."""
+def file_path(raw: str) -> str:
+    """The normalised path ``write_file`` and ``edit_file`` write for ``raw`` (the approval preview asks it too): not
+    ``/`` and without a trailing ``/``; :class:`ToolError` when they refuse it."""
     path = _normalized(raw)
     if path.endswith("/") or is_storage_root(path):
         raise ToolError(f"{raw!r} names a directory; give a file path such as /notes.md")
@@ -296,7 +297,7 @@ def _ls(context: ToolContext, args: dict[str, Any]) -> str:
 
 def _read_file(context: ToolContext, args: dict[str, Any]) -> str:
     """Numbered lines of a file, ``cat -n`` style, from ``offset`` for ``limit`` lines."""
-    path = _file_path(args["file_path"])
+    path = file_path(args["file_path"])
     # JSON Schema accepts 2.0 as an integer; slicing needs a real int.
     offset = int(args.get("offset", 0))
     limit = int(args.get("limit", DEFAULT_READ_LIMIT))
@@ -364,11 +365,6 @@ class Edit:
         return f"made {self.count} replacement{'s' if self.count != 1 else ''} in {path}"
 
 
-def file_path(raw: str) -> str:
-    """The normalised path ``write_file`` and ``edit_file`` write for ``raw``; :class:`ToolError` if they refuse it."""
-    return _file_path(raw)
-
-
 def plan_edit(path: str, content: str | None, old: str, new: str, replace_all: bool) -> Edit:
     """What an ``edit_file`` call makes of ``content`` (the file at ``path``, ``None`` when there is none).
 
@@ -394,7 +390,7 @@ def plan_edit(path: str, content: str | None, old: str, new: str, replace_all: b
 def plan_write(files: FileSystem, limits: ToolLimits, args: dict[str, Any], *, lock: bool = True) -> FileChange:
     """What a ``write_file`` call with ``args`` (valid for its schema) would write; :class:`ToolError` when the tool
     refuses it. A write reads nothing, so there is nothing to ``lock``."""
-    path = _file_path(args["file_path"])
+    path = file_path(args["file_path"])
     content = _storable(args["content"], "content")
     _check_size(files, limits, path, _utf8_size(content, limits.max_file_bytes))
     return FileChange(path, content, f"wrote {len(_lines(content))} lines to {path}")
@@ -403,7 +399,7 @@ def plan_write(files: FileSystem, limits: ToolLimits, args: dict[str, Any], *, l
 def plan_edit_file(files: FileSystem, limits: ToolLimits, args: dict[str, Any], *, lock: bool = True) -> FileChange:
     """What an ``edit_file`` call with ``args`` (valid for its schema) would write; :class:`ToolError` when the
     tool refuses it. ``lock`` locks the file's row until commit, as the tool does; a preview reads without it."""
-    path = _file_path(args["file_path"])
+    path = file_path(args["file_path"])
     old: str = args["old_string"]
     new = _storable(args["new_string"], "new_string")
     # Locked: two runs of one agent editing the same memory file must not overwrite each other.
