@@ -6,7 +6,8 @@
 holds a batch open long enough to kill or cancel a worker in the middle of it; ``explode`` is a buggy tool;
 ``nul_result`` answers what the database refuses to store; ``spin`` burns CPU in pure Python and swallows every
 ``Exception``, and ``scribble`` writes a file and then sleeps, so that a test can see the per-call timeout stop them
-and undo what they did.
+and undo what they did; ``lock_run`` takes its own run's row lock in the batch's transaction, says so in Redis and
+sleeps, so that a test can freeze a worker that holds the lock.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ import time
 from typing import Any
 
 import redis
+from sqlalchemy import text
 
+from hango.agent.deadline import shielded
 from hango.agent.tools.base import Tool, ToolContext
+from hango.store.files import SqlFileSystem
 
 REDIS_URL = os.environ.get("HANGO_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -86,6 +90,27 @@ def _scribble(context: ToolContext, args: dict[str, Any]) -> str:
     context.files.write(args["file_path"], "half-done\n")
     time.sleep(float(args["seconds"]))
     return f"wrote {args['file_path']}"
+
+
+def lock_marker(run_id: object) -> str:
+    """The Redis key ``lock_run`` sets once it holds the row lock of the run ``run_id``."""
+    return f"hango:test:locked:{run_id}"
+
+
+def holds_lock(run_id: object) -> bool:
+    """Whether ``lock_run`` has taken the row lock of the run ``run_id``."""
+    return bool(redis.Redis.from_url(REDIS_URL).exists(lock_marker(run_id)))
+
+
+def _lock_run(context: ToolContext, args: dict[str, Any]) -> str:
+    # The batch's transaction is the session of the run's filesystem view: the lock is held until the batch ends.
+    files = context.files
+    assert isinstance(files, SqlFileSystem), "lock_run needs the worker's SQL filesystem"
+    with shielded():
+        files._session.execute(text("SELECT 1 FROM runs WHERE id = :run_id FOR UPDATE"), {"run_id": context.run_id})
+    redis.Redis.from_url(REDIS_URL).set(lock_marker(context.run_id), "1", ex=3600)
+    time.sleep(float(args["seconds"]))
+    return f"held the row of run {context.run_id} for {args['seconds']}s"
 
 
 def _nul_result(context: ToolContext, args: dict[str, Any]) -> str:
@@ -170,5 +195,16 @@ TOOLS = [
             "additionalProperties": False,
         },
         _scribble,
+    ),
+    Tool(
+        "lock_run",
+        "Lock this run's row in the batch's transaction, then sleep for a number of seconds.",
+        {
+            "type": "object",
+            "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 60}},
+            "required": ["seconds"],
+            "additionalProperties": False,
+        },
+        _lock_run,
     ),
 ]
