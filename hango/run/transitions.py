@@ -14,6 +14,8 @@ transition              from → to                           made by          g
 ``reject_expired``      awaiting_approval → queued | stays  beat (sweeper)   the row lock; a ``reject`` deadline
 ``escalate``            awaiting_approval (stays)           beat (sweeper)   the row lock; an ``escalate`` deadline
 ``reclaim_lost``        running → queued | failed           beat (reconciler)  the lease expired
+``give_back``           running → queued                    worker           this worker's lease
+``requeue_waiting``     queued (new generation)             beat (reconciler)  the row lock; still queued
 ======================  ==================================  ===============  =====================================
 
 Each transition is one conditional ``UPDATE … RETURNING`` (:func:`hango.store.runs.move`): the guard is part of
@@ -310,6 +312,36 @@ def reclaim_lost(work: Work, run: Run, max_attempts: int) -> Reclaimed | None:
         return None
     work.enqueue_after_commit(moved)
     return "requeued"
+
+
+def give_back(work: Work, lease: Lease) -> Run | None:
+    """``running → queued`` under a new generation, by the worker that holds the run: the database failed it for a
+    moment (:func:`hango.db.is_transient`), so it is re-driven from what is stored. Not a lost worker: ``attempts``
+    stays. ``None`` when the run is no longer this worker's (cancelled, or reclaimed meanwhile)."""
+    values: dict[str, Any] = {
+        "state": "queued",
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "updated_at": datetime.now(UTC),
+        "queue_generation": Add(1),
+    }
+    queued = ("run.queued", {"reason": "transient database error"})
+    moved = _move(work, lease.run_id, RUNNING, values, [queued], owner=lease.owner)
+    if moved is not None:
+        work.enqueue_after_commit(moved)
+    return moved
+
+
+def requeue_waiting(work: Work, run: Run) -> Run | None:
+    """A ``queued`` run whose message may be lost gets a new generation, enqueued after commit: a new task id and
+    dedup key, so its enqueue is not swallowed by the dedup of the lost one. A message of the old generation that
+    does arrive claims the run first, and the new one finds it claimed. The caller holds the run's row lock;
+    ``None`` when the run left ``queued`` before that."""
+    values: dict[str, Any] = {"updated_at": datetime.now(UTC), "queue_generation": Add(1)}
+    moved = store.move(work.session, run.id, QUEUED, values)
+    if moved is not None:
+        work.enqueue_after_commit(moved)
+    return moved
 
 
 Events = list[tuple[str, dict[str, Any]]]
