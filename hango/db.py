@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import URL, Engine, create_engine, event, exc, make_url, text
+from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
@@ -116,6 +117,7 @@ class Database:
         )
         for engine in (self.engine, self.reader):
             _ping_idle_connections(engine, ping_after_idle.total_seconds())
+        _share_invalidation(self.engine, self.reader)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._reads = sessionmaker(self.reader, expire_on_commit=False)
 
@@ -140,7 +142,16 @@ class Database:
             yield session
 
     def ping(self) -> None:
-        """Run a trivial query; raises when the database cannot be reached."""
+        """Run a trivial query; raises when the database cannot be reached. A pooled connection found dead is
+        replaced and the query run once more: the database answering on a fresh connection is up."""
+        try:
+            self._select_one()
+        except exc.DBAPIError as error:
+            if not error.connection_invalidated:
+                raise
+            self._select_one()
+
+    def _select_one(self) -> None:
         with self.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
 
@@ -152,6 +163,23 @@ class Database:
         """Close every pooled connection (after fork, or at shutdown)."""
         self.engine.dispose()
         self.reader.dispose()
+
+
+def _share_invalidation(*engines: Engine) -> None:
+    """When a statement finds its connection dead, SQLAlchemy replaces every connection of that pool: what killed
+    one (a restart, a failover, every session dropped) most likely killed them all. The other pool's connections
+    died with them, so they are replaced too (those in use are left to their statements): a process meets such an
+    event once, not once per pool."""
+
+    def invalidate_others(context: ExceptionContext) -> None:
+        if not context.is_disconnect:
+            return
+        for engine in engines:
+            if engine is not context.engine:
+                engine.dispose(close=False)
+
+    for engine in engines:
+        event.listen(engine, "handle_error", invalidate_others)
 
 
 def _ping_idle_connections(engine: Engine, idle_seconds: float) -> None:
