@@ -254,6 +254,11 @@ class Settings(BaseSettings):
         default=timedelta(minutes=5), description="how long an enqueue of one run generation is deduplicated"
     )
     max_run_attempts: WholeNumber = Field(default=3, description="lost workers after which a run fails")
+    max_run_give_backs: WholeNumber = Field(
+        default=10,
+        description="times in a row a worker may give a run back after a transient database error (a lost "
+        "connection, a deadlock, a timeout) before the run fails; the count restarts when the run makes progress",
+    )
     task_time_limit: Duration = Field(
         default=timedelta(hours=1),
         description="hard limit of one task execution (the broker visibility timeout is twice that)",

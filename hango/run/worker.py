@@ -94,21 +94,24 @@ def _execute(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Execution:
     except Exception as exc:
         if not is_transient(exc):
             raise
-        log.warning("the database failed the run for a moment; giving it back", extra={"run_id": str(run.id)})
+        log.warning(
+            "the database failed the run for a moment; giving it back", extra={"run_id": str(run.id)}, exc_info=True
+        )
         return give_back(runtime, lease)
 
 
 def give_back(runtime: Runtime, lease: Lease) -> Execution:
     """Queue a run this worker holds again, without spending one of its attempts, after the database failed it for
     a moment (a dropped connection, a failover, a deadlock): it is re-driven from what is stored, on this worker or
-    another. While the database stays unreachable this keeps trying, as long as the lease would have lasted; after
-    that the reconciler reclaims the run like a lost worker's."""
+    another; after ``HANGO_MAX_RUN_GIVE_BACKS`` in a row without progress, it fails. While the database stays
+    unreachable this keeps trying, as long as the lease would have lasted; after that the reconciler reclaims the run
+    like a lost worker's."""
     deadline = time.monotonic() + runtime.settings.run_lease.total_seconds()
     pause = min(0.1, runtime.settings.run_heartbeat_interval.total_seconds())
     while True:
         try:
             with unit_of_work(runtime) as work:
-                given = transitions.give_back(work, lease)
+                given = transitions.give_back(work, lease, runtime.settings.max_run_give_backs)
         except Exception as exc:
             if not is_transient(exc) or time.monotonic() + pause > deadline:
                 log.warning("could not give the run back; the reconciler will", extra={"run_id": str(lease.run_id)})
@@ -116,7 +119,12 @@ def give_back(runtime: Runtime, lease: Lease) -> Execution:
             time.sleep(pause)
             pause = min(2 * pause, runtime.settings.run_heartbeat_interval.total_seconds())
             continue
-        return "given_back" if given is not None else "stopped"
+        if given is None:
+            return "stopped"
+        if given == "failed":
+            log.warning("the database failed the run too many times in a row", extra={"run_id": str(lease.run_id)})
+            return "finished"
+        return "given_back"
 
 
 def unexpected_failure(exc: Exception, run_id: uuid.UUID) -> Failed:

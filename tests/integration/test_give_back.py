@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -54,7 +55,8 @@ def _wait_for_a_lock(context: ToolContext, args: dict[str, Any]) -> str:
 @pytest.fixture
 def runtime(settings: Settings) -> Iterator[Runtime]:
     """A worker's runtime on a database pool of its own, with the sessions' timeouts hango sets."""
-    built = Runtime.build(settings.replace(queue=f"nowhere-{uuid.uuid4().hex[:8]}"))
+    own = settings.replace(queue=f"nowhere-{uuid.uuid4().hex[:8]}", max_run_give_backs=2)
+    built = Runtime.build(own)
     built.tools.add(Tool("drop_own_session", "Drop this session.", _NO_ARGS, _drop_own_session))
     built.tools.add(Tool("wait_for_a_lock", "Wait for a lock.", _NO_ARGS, _wait_for_a_lock))
     yield built
@@ -122,3 +124,33 @@ def test_a_run_the_database_fails_for_a_moment_is_given_back_and_then_succeeds(r
         "is_error": True,
     }
     assert [data for kind, data in _events(runtime, run_id) if kind == "run.started"] == [{"attempt": 1}] * 2
+
+
+@contextmanager
+def _messages_refused(runtime: Runtime, run_id: uuid.UUID) -> Iterator[None]:
+    """PostgreSQL refuses every new message of the run with a serialization failure (a trigger): a run that can
+    never store its next step."""
+    name = f"refuse_{run_id.hex}"
+    with runtime.db.transaction() as session:
+        session.execute(
+            text(
+                f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.run_id = '{run_id}' "
+                "THEN RAISE EXCEPTION 'conflict' USING ERRCODE = 'serialization_failure'; END IF; RETURN NEW; END $$"
+            )
+        )
+        session.execute(text(f"CREATE TRIGGER {name} BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION {name}()"))
+    try:
+        yield
+    finally:
+        with runtime.db.transaction() as session:
+            session.execute(text(f"DROP TRIGGER {name} ON messages"))
+            session.execute(text(f"DROP FUNCTION {name}()"))
+
+
+def test_a_run_the_database_fails_every_time_fails_after_the_give_backs_allowed(runtime: Runtime) -> None:
+    run_id = _run_calling(runtime, "drop_own_session")
+    with _messages_refused(runtime, run_id):
+        assert [execute_run(runtime, run_id) for _ in range(3)] == ["given_back", "given_back", "finished"]
+    failed = _run(runtime, run_id)
+    assert (failed.state, failed.attempts) == ("failed", 0)
+    assert failed.error == "the database failed this run 3 times in a row (see the worker log)"
