@@ -20,6 +20,7 @@ from hango.api import (
     inbox,
     metrics,
     ops,
+    outages,
     problems,
     runs,
     tenant,
@@ -83,6 +84,7 @@ def create_app(settings: Settings, *, db: Database | None = None) -> Flask:
     auth.register(app)
     audit.register(app)
     problems.register(app)
+    outages.register(app)
     metrics.register(app, settings, runtime)
     return app
 

@@ -34,7 +34,9 @@ DESCRIPTION = (
     "hango's HTTP API. Besides what each schema says: every string of a body or a query (keys and values, at any "
     "depth of a free-form value) may not contain U+0000 or an unpaired surrogate; a body nested deeper than "
     "HANGO_MAX_JSON_DEPTH is a 400 naming `body`, and one over HANGO_MAX_BODY_BYTES a 413. Every refusal is an "
-    "RFC 9457 problem document; a 400 names each invalid field in `errors`."
+    "RFC 9457 problem document; a 400 names each invalid field in `errors`. While PostgreSQL or Redis cannot be "
+    "reached, any operation may answer 503 `urn:hango:problem:unavailable` with `Retry-After`: try again "
+    "then (`GET /readyz` names the dependency that is down)."
 )
 Refinement = Callable[[JsonSchema], None]
 

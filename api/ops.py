@@ -14,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from hango.api.auth import bearer_token
 from hango.api.context import services
+from hango.api.outages import retry_after
 from hango.api.problems import problem
 from hango.errors import Unauthorized
 
@@ -28,12 +29,16 @@ def healthz() -> dict[str, Any]:
 
 @blp.get("/readyz")
 def readyz() -> Response | dict[str, Any]:
-    """The database and Redis both answer."""
+    """The database and Redis (the broker) both answer; a 503 names the one that does not."""
     checks = {"database": _check_database(), "redis": _check_redis()}
     if all(result == "ok" for result in checks.values()):
         return {"status": "ready", "checks": checks}
     failing = ", ".join(name for name, result in checks.items() if result != "ok")
-    return problem(503, "Service unavailable", f"not ready: {failing} unreachable", kind="internal", checks=checks)
+    response = problem(
+        503, "Service unavailable", f"not ready: {failing} unreachable", kind="unavailable", checks=checks
+    )
+    response.headers["Retry-After"] = str(retry_after())
+    return response
 
 
 def _check_database() -> str:

@@ -95,7 +95,7 @@ def _domain_problem(error: HangoError) -> Response:
             if isinstance(error, RetryLater):
                 response.headers["Retry-After"] = str(error.retry_after)
             return response
-    return _internal_problem(error)
+    return internal_problem(error)
 
 
 def _kind(error: HangoError) -> str | None:
@@ -106,14 +106,15 @@ def _kind(error: HangoError) -> str | None:
 def _http_problem(error: HTTPException) -> Response:
     status = error.code or 500
     if status >= 500:
-        return _internal_problem(error)
+        return internal_problem(error)
     response = problem(status, error.name, error.description or error.name)
     if status == 405 and error.get_response().headers.get("Allow"):
         response.headers["Allow"] = error.get_response().headers["Allow"]
     return response
 
 
-def _internal_problem(error: BaseException) -> Response:
+def internal_problem(error: BaseException) -> Response:
+    """The 500 of an error nobody expected: logged in full, answered with nothing of it."""
     log.error("unhandled error", exc_info=error)
     return problem(500, "Internal server error", "The server failed to handle the request; it has been logged.")
 
@@ -122,4 +123,4 @@ def register(app: Flask) -> None:
     """Install the handlers so that every error status answers problem+json, never HTML or a stack trace."""
     app.register_error_handler(HangoError, _domain_problem)
     app.register_error_handler(HTTPException, _http_problem)
-    app.register_error_handler(Exception, _internal_problem)
+    app.register_error_handler(Exception, internal_problem)

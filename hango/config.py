@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any
 
@@ -173,6 +174,16 @@ ModuleList = Annotated[tuple[str, ...], _from_text(parse_module_list)]
 FernetKeys = Annotated[tuple[str, ...], _from_text(parse_fernet_keys)]
 
 
+@dataclass(frozen=True)
+class SessionTimeouts:
+    """What PostgreSQL lets one of hango's sessions take (:meth:`Settings.session_timeouts`)."""
+
+    connect: timedelta
+    statement: timedelta
+    lock: timedelta
+    idle_in_transaction: timedelta
+
+
 class Settings(BaseSettings):
     """Process-wide settings. Build them with :meth:`from_env`, or directly in tests."""
 
@@ -208,6 +219,27 @@ class Settings(BaseSettings):
         default=timedelta(seconds=10),
         description="a pooled connection idle longer than this is checked with `SELECT 1` before use",
     )
+    # hango's own database sessions end what hangs: a session can never hold a run's row past its lease for long.
+    db_connect_timeout: Duration = Field(
+        default=timedelta(seconds=5), description="how long opening a database connection may take"
+    )
+    db_statement_timeout: Duration | None = Field(
+        default=None, description="longest statement of hango's sessions; unset, twice `HANGO_RUN_LEASE`"
+    )
+    db_lock_timeout: Duration | None = Field(
+        default=None,
+        description="longest wait of one statement for a lock (a row, a table); unset, half of `HANGO_RUN_LEASE`",
+    )
+    db_idle_in_transaction_timeout: Duration | None = Field(
+        default=None,
+        description="how long a session may sit in a transaction between statements before PostgreSQL ends it (a "
+        "frozen or partitioned process); unset, `HANGO_TOOL_TIMEOUT` plus `HANGO_RUN_LEASE` (tools run inside their "
+        "batch's transaction)",
+    )
+    unavailable_retry_after: Duration = Field(
+        default=timedelta(seconds=5),
+        description="the `Retry-After` of a 503 answered while the database or Redis cannot be reached",
+    )
     log_level: LogLevel = Field(default="INFO", description="DEBUG … CRITICAL")
     queue: Name = Field(default="hango", description="the Celery queue runs travel on")
     run_lease: Duration = Field(default=timedelta(seconds=12), description="a worker's lease on a run")
@@ -222,6 +254,11 @@ class Settings(BaseSettings):
         default=timedelta(minutes=5), description="how long an enqueue of one run generation is deduplicated"
     )
     max_run_attempts: WholeNumber = Field(default=3, description="lost workers after which a run fails")
+    max_run_give_backs: WholeNumber = Field(
+        default=10,
+        description="times in a row a worker may give a run back after a transient database error (a lost "
+        "connection, a deadlock, a timeout) before the run fails; the count restarts when the run makes progress",
+    )
     task_time_limit: Duration = Field(
         default=timedelta(hours=1),
         description="hard limit of one task execution (the broker visibility timeout is twice that)",
@@ -399,6 +436,21 @@ class Settings(BaseSettings):
         for name in ("webhook_timeout", "webhook_retry_base", "webhook_sweep_interval", "webhook_deliveries_retention"):
             if getattr(self, name) <= timedelta(0):
                 raise ConfigError(f"{env_name(name)} must be longer than zero")
+        if self.session_timeouts().idle_in_transaction <= self.tool_timeout:
+            raise ConfigError(
+                "HANGO_DB_IDLE_IN_TRANSACTION_TIMEOUT must be longer than HANGO_TOOL_TIMEOUT: a tool runs inside its "
+                "batch's transaction"
+            )
+
+    def session_timeouts(self) -> SessionTimeouts:
+        """The timeouts of hango's own database sessions: those set, else their defaults derived from the lease."""
+        lease = self.run_lease
+        return SessionTimeouts(
+            connect=self.db_connect_timeout,
+            statement=self.db_statement_timeout or 2 * lease,
+            lock=self.db_lock_timeout or lease / 2,
+            idle_in_transaction=self.db_idle_in_transaction_timeout or self.tool_timeout + lease,
+        )
 
     def stream_capacity(self) -> int:
         """How many event streams one API process serves at once.

@@ -19,12 +19,13 @@ from contextlib import ExitStack, contextmanager
 from functools import wraps
 from typing import Any, TypeVar
 
-from celery import Celery
+from celery import Celery, Task
 from celery.signals import worker_process_init, worker_process_shutdown
 from prometheus_client import CollectorRegistry, start_http_server
 
 from hango import multiprocess_metrics
 from hango.config import Settings
+from hango.db import is_transient
 from hango.errors import ConfigError
 from hango.instruments import instruments
 from hango.queue import (
@@ -48,6 +49,7 @@ from hango.webhooks import delivery
 log = logging.getLogger(__name__)
 TASKS = (RUN_TASK, RECONCILE_TASK, EXPIRE_TASK, PING_TASK, STATS_TASK, WEBHOOK_DELIVER_TASK, WEBHOOK_SWEEP_TASK)
 _Result = TypeVar("_Result")
+CLAIM_RETRIES = 5
 
 
 def _timed(task: str) -> Callable[[Callable[..., _Result]], Callable[..., _Result]]:
@@ -86,11 +88,18 @@ def create_worker_app(settings: Settings) -> Celery:
     process = _Process(settings)
     options = task_options(settings)
 
-    @app.task(name=RUN_TASK, **options)  # type: ignore[untyped-decorator]
+    @app.task(name=RUN_TASK, bind=True, **options)  # type: ignore[untyped-decorator]
     @_timed(RUN_TASK)
-    def run(run_id: str) -> str:
-        """Drive one run until it finishes, suspends or stops."""
-        return execute_run(process.runtime(), uuid.UUID(run_id))
+    def run(task: Task, run_id: str) -> str:
+        """Drive one run until it finishes, suspends or stops; a claim the database failed for a moment is tried
+        again shortly (a few times: past them, the reconciler enqueues the run again after HANGO_REQUEUE_AFTER)."""
+        try:
+            return execute_run(process.runtime(), uuid.UUID(run_id))
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            pause = settings.run_heartbeat_interval.total_seconds()
+            raise task.retry(exc=exc, countdown=pause, max_retries=CLAIM_RETRIES) from exc
 
     @app.task(name=RECONCILE_TASK, **options)  # type: ignore[untyped-decorator]
     @_timed(RECONCILE_TASK)

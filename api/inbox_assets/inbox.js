@@ -251,14 +251,18 @@
 
   // Server-Sent Events over fetch (EventSource cannot send a bearer token), resumed with Last-Event-ID.
   // ``onEvent`` returns true when the stream has said its last word.
+  // A refusal for now (429, 503 while the database or Redis is down) says when to try again in Retry-After.
   async function follow(path, onEvent, signal) {
     let last = null;
     while (!signal.aborted) {
+      let wait = 2000;
       try {
         const headers = { Authorization: `Bearer ${token()}`, Accept: "text/event-stream" };
         if (last) headers["Last-Event-ID"] = last;
         const response = await fetch(path, { headers, signal });
         if (response.status === 401) return signOut("The token was refused or has been revoked.");
+        const retryAfter = Number.parseInt(response.headers.get("Retry-After") || "", 10);
+        if (!response.ok && retryAfter > 0) wait = Math.min(retryAfter, 60) * 1000;
         if (!response.ok) throw new Problem(response.status, null);
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = "";
@@ -278,7 +282,7 @@
       } catch (error) {
         if (signal.aborted) return;
       }
-      await sleep(2000);
+      await sleep(wait);
     }
   }
 

@@ -55,9 +55,11 @@ class BatchScope(Protocol):
         """Record that a call finished (an event committed with the batch)."""
         ...
 
-    def isolated(self, call: ToolCall, run: Callable[[], ToolResult]) -> ToolResult:
+    def isolated(self, call: ToolCall, run: Callable[[], ToolResult], *, delegates: bool = False) -> ToolResult:
         """Run one call so that a storage failure or a ``ToolTimeout`` inside it undoes only that call, as an
-        error result."""
+        error result. A ``delegates`` call (a child loop, which writes in transactions of its own) runs before the
+        batch's transaction has begun, and begins nothing: no session of the batch waits idle in a transaction for
+        as long as the child takes."""
         ...
 
     def append(self, messages: list[Message], state: LoopState) -> list[Message]:
@@ -285,7 +287,8 @@ class AgentLoop:
     def _execute_one(self, scope: LoopScope, call: ToolCall, batch: BatchScope) -> ToolResult:
         self._announce(scope.state, call)
         request = self._request(scope, call, batch.files)
-        result = batch.isolated(call, partial(self._chain.tool_call, request, self._execute))
+        run = partial(self._chain.tool_call, request, self._execute)
+        result = batch.isolated(call, run, delegates=self._delegates(call))
         batch.tool_finished(call, result)
         return result
 

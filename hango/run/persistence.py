@@ -11,7 +11,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +24,7 @@ from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
 from hango.agent.state import Decision, GrantLookup, LoopState, PendingCall, StandingApproval, dump_state
 from hango.agent.tools.base import ToolTimeout
+from hango.db import is_transient
 from hango.grants import GrantQuery, live_grant
 from hango.models import Run
 from hango.run import standing
@@ -142,11 +143,13 @@ class _Batch:
     def tool_finished(self, call: ToolCall, result: ToolResult) -> None:
         self.finished.append(_finished_event(call, result))
 
-    def isolated(self, call: ToolCall, run: Callable[[], ToolResult]) -> ToolResult:
+    def isolated(self, call: ToolCall, run: Callable[[], ToolResult], *, delegates: bool = False) -> ToolResult:
         try:
-            with self.work.session.begin_nested():
+            with nullcontext() if delegates else self.work.session.begin_nested():
                 return run()
-        except SQLAlchemyError:
+        except SQLAlchemyError as exc:
+            if is_transient(exc):  # the database's moment, not the call's: the whole batch is given back and re-driven
+                raise
             log.exception("tool call failed in storage", extra={"tool": call.name, "tool_call_id": call.id})
             return ToolResult(call.id, f"{call.name} failed: the storage operation was refused", is_error=True)
         except ToolTimeout as exc:

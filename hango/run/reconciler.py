@@ -4,8 +4,10 @@
   ``queued`` under a new generation and is enqueued again — unless it already lost workers
   ``HANGO_MAX_RUN_ATTEMPTS`` times, in which case it fails with that reason.
 - A ``queued`` run that has waited longer than ``HANGO_REQUEUE_AFTER`` may have lost its message (the process died
-  between commit and enqueue, or the broker was flushed); it is enqueued again. The per-generation dedup key keeps
-  this from flooding the queue while a message is still waiting.
+  between commit and enqueue, a frozen worker's broker read took it, the broker was flushed); it is enqueued again
+  under a new generation, so the dedup key of the lost enqueue does not swallow this one. A run that is merely
+  waiting its turn gets one more message per ``HANGO_REQUEUE_AFTER``; the claim (``queued → running``) lets the
+  first message through and makes every other a no-op.
 
 Rows are taken with ``FOR UPDATE SKIP LOCKED`` in bounded batches, so reconcilers running at once never fight.
 """
@@ -52,14 +54,12 @@ def reclaim_lost_runs(runtime: Runtime) -> tuple[int, int]:
 
 
 def reenqueue_waiting_runs(runtime: Runtime) -> int:
-    """Enqueue again the ``queued`` runs that have waited too long; returns how many messages were sent."""
+    """Enqueue again, under a new generation, the ``queued`` runs that have waited too long; returns how many.
+
+    Their messages are sent after the commit; one the broker refuses is sent again ``HANGO_REQUEUE_AFTER`` later.
+    """
     cutoff = datetime.now(UTC) - runtime.settings.requeue_after
-    with runtime.db.transaction() as session:
-        waiting = run_store.waiting_too_long(session, cutoff, BATCH * 5)
-    sent = 0
-    for run_id, generation in waiting:
-        try:
-            sent += runtime.queue.enqueue(run_id, generation)
-        except Exception:  # the broker may be down; the next pass tries again
-            log.warning("could not re-enqueue run %s", run_id, extra={"run_id": str(run_id)}, exc_info=True)
-    return sent
+    with unit_of_work(runtime) as work:
+        waiting = run_store.lock_waiting_runs(work.session, cutoff, BATCH * 5)
+        moved = [transitions.requeue_waiting(work, run) for run in waiting]
+    return sum(run is not None for run in moved)

@@ -64,6 +64,7 @@ class Runtime:
                 settings.require_database_url(),
                 pool_size=settings.db_pool_size,
                 ping_after_idle=settings.db_ping_after_idle,
+                timeouts=settings.session_timeouts(),
             ),
             redis=client,
             queue=RunQueue(settings, client, celery),

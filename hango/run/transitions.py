@@ -14,6 +14,8 @@ transition              from → to                           made by          g
 ``reject_expired``      awaiting_approval → queued | stays  beat (sweeper)   the row lock; a ``reject`` deadline
 ``escalate``            awaiting_approval (stays)           beat (sweeper)   the row lock; an ``escalate`` deadline
 ``reclaim_lost``        running → queued | failed           beat (reconciler)  the lease expired
+``give_back``           running → queued                    worker           this worker's lease
+``requeue_waiting``     queued (new generation)             beat (reconciler)  the row lock; still queued
 ======================  ==================================  ===============  =====================================
 
 Each transition is one conditional ``UPDATE … RETURNING`` (:func:`hango.store.runs.move`): the guard is part of
@@ -51,6 +53,9 @@ AWAITING: tuple[RunState, ...] = ("awaiting_approval",)
 CANCELLABLE: tuple[RunState, ...] = ("queued", "running", "awaiting_approval")
 # Where a suspension's start is kept until the run is claimed again (the loop state's private area).
 SUSPENDED_AT = ("private", "suspended_at")
+# How many times in a row the run was given back (kept in the loop state's private area, which the loop's next
+# write of its state replaces: progress resets the count).
+GIVEN_BACK = "given_back"
 Reclaimed = Literal["requeued", "failed"]
 
 
@@ -310,6 +315,48 @@ def reclaim_lost(work: Work, run: Run, max_attempts: int) -> Reclaimed | None:
         return None
     work.enqueue_after_commit(moved)
     return "requeued"
+
+
+def give_back(work: Work, lease: Lease, most: int) -> Reclaimed | None:
+    """``running → queued`` under a new generation, by the worker that holds the run: the database failed it for a
+    moment (:func:`hango.db.is_transient`), so it is re-driven from what is stored. Not a lost worker: ``attempts``
+    stays. The loop state counts the give-backs since the loop last stored its state; one more than ``most`` in a
+    row fails the run instead (a statement that always times out must not loop forever). ``None`` when the run is
+    no longer this worker's (cancelled, or reclaimed meanwhile)."""
+    run = store.lock_run(work.session, lease.run_id)
+    if run is None or run.state != "running" or run.lease_owner != lease.owner:
+        return None
+    private = dict((run.state_json or {}).get("private") or {})
+    given = int(private.get(GIVEN_BACK, 0)) + 1
+    if given > most:
+        failed, finished = _ended("failed", f"the database failed this run {given} times in a row (see the worker log)")
+        return "failed" if _move(work, run.id, RUNNING, failed, [finished], owner=lease.owner) else None
+    values: dict[str, Any] = {
+        "state": "queued",
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "updated_at": datetime.now(UTC),
+        "queue_generation": Add(1),
+        "state_json": {**(run.state_json or {}), "private": {**private, GIVEN_BACK: given}},
+    }
+    queued = ("run.queued", {"reason": "transient database error"})
+    moved = _move(work, run.id, RUNNING, values, [queued], owner=lease.owner)
+    if moved is None:
+        return None
+    work.enqueue_after_commit(moved)
+    return "requeued"
+
+
+def requeue_waiting(work: Work, run: Run) -> Run | None:
+    """A ``queued`` run whose message may be lost gets a new generation, enqueued after commit: a new task id and
+    dedup key, so its enqueue is not swallowed by the dedup of the lost one. A message of the old generation that
+    does arrive claims the run first, and the new one finds it claimed. The caller holds the run's row lock;
+    ``None`` when the run left ``queued`` before that."""
+    values: dict[str, Any] = {"updated_at": datetime.now(UTC), "queue_generation": Add(1)}
+    moved = store.move(work.session, run.id, QUEUED, values)
+    if moved is not None:
+        work.enqueue_after_commit(moved)
+    return moved
 
 
 Events = list[tuple[str, dict[str, Any]]]

@@ -6,6 +6,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from opentelemetry.trace import SpanContext
 
 from hango.agent.loop import RunStopped
 from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, dump_state
+from hango.db import is_transient
 from hango.errors import HangoError
 from hango.logs import run_logging
 from hango.models import PendingApproval, Run
@@ -29,7 +31,7 @@ from hango.store.audit import insert_audit_events
 from hango.telemetry import stored_context
 
 log = logging.getLogger(__name__)
-Execution = Literal["skipped", "finished", "stopped", "suspended"]
+Execution = Literal["skipped", "finished", "stopped", "suspended", "given_back"]
 
 
 def worker_identity() -> str:
@@ -75,17 +77,54 @@ def _execute(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Execution:
     stop = threading.Event()
     log.info("run claimed", extra={"run_id": str(run.id), "tenant_id": str(run.tenant_id)})
     loops = Loops(runtime, run, lease, stop, claimed.call_ids)
-    with _heartbeat(runtime, lease, stop):
+    try:
+        with _heartbeat(runtime, lease, stop):
+            try:
+                outcome, state = loops.drive(LoopSpec.of_agent(run.agent_snapshot), None, 0, claimed.loop)
+            except RunStopped:
+                log.info("run stopped (cancelled or lease lost)", extra={"run_id": str(run.id)})
+                return "stopped"
+            except Exception as exc:  # the worker boundary: record why the run failed, then keep serving
+                if is_transient(exc):
+                    raise
+                outcome, state = unexpected_failure(exc, run.id), None
+        if isinstance(outcome, AwaitingApproval) and state is not None:
+            return _suspend(runtime, lease, outcome, _approvals(run, state, outcome), state, loops.span_context)
+        return _finish(runtime, lease, outcome, state)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        log.warning(
+            "the database failed the run for a moment; giving it back", extra={"run_id": str(run.id)}, exc_info=True
+        )
+        return give_back(runtime, lease)
+
+
+def give_back(runtime: Runtime, lease: Lease) -> Execution:
+    """Queue a run this worker holds again, without spending one of its attempts, after the database failed it for
+    a moment (a dropped connection, a failover, a deadlock): it is re-driven from what is stored, on this worker or
+    another; after ``HANGO_MAX_RUN_GIVE_BACKS`` in a row without progress, it fails. While the database stays
+    unreachable this keeps trying, as long as the lease would have lasted; after that the reconciler reclaims the run
+    like a lost worker's."""
+    deadline = time.monotonic() + runtime.settings.run_lease.total_seconds()
+    pause = min(0.1, runtime.settings.run_heartbeat_interval.total_seconds())
+    while True:
         try:
-            outcome, state = loops.drive(LoopSpec.of_agent(run.agent_snapshot), None, 0, claimed.loop)
-        except RunStopped:
-            log.info("run stopped (cancelled or lease lost)", extra={"run_id": str(run.id)})
+            with unit_of_work(runtime) as work:
+                given = transitions.give_back(work, lease, runtime.settings.max_run_give_backs)
+        except Exception as exc:
+            if not is_transient(exc) or time.monotonic() + pause > deadline:
+                log.warning("could not give the run back; the reconciler will", extra={"run_id": str(lease.run_id)})
+                return "stopped"
+            time.sleep(pause)
+            pause = min(2 * pause, runtime.settings.run_heartbeat_interval.total_seconds())
+            continue
+        if given is None:
             return "stopped"
-        except Exception as exc:  # the worker boundary: record why the run failed, then keep serving
-            outcome, state = unexpected_failure(exc, run.id), None
-    if isinstance(outcome, AwaitingApproval) and state is not None:
-        return _suspend(runtime, lease, outcome, _approvals(run, state, outcome), state, loops.span_context)
-    return _finish(runtime, lease, outcome, state)
+        if given == "failed":
+            log.warning("the database failed the run too many times in a row", extra={"run_id": str(lease.run_id)})
+            return "finished"
+        return "given_back"
 
 
 def unexpected_failure(exc: Exception, run_id: uuid.UUID) -> Failed:

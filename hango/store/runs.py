@@ -218,12 +218,13 @@ def lock_lost_runs(session: Session, now: datetime, limit: int) -> list[Run]:
     return list(session.scalars(statement))
 
 
-def waiting_too_long(session: Session, updated_before: datetime, limit: int) -> list[tuple[uuid.UUID, int]]:
-    """``(id, queue_generation)`` of ``queued`` runs untouched since ``updated_before``, longest waiting first."""
+def lock_waiting_runs(session: Session, updated_before: datetime, limit: int) -> list[Run]:
+    """``queued`` runs untouched since ``updated_before``, longest waiting first, skipping rows others hold."""
     statement = (
-        select(Run.id, Run.queue_generation)
+        select(Run)
         .where(Run.state == "queued", Run.updated_at < updated_before)
         .order_by(Run.updated_at)
         .limit(limit)
+        .with_for_update(skip_locked=True)
     )
-    return [(row.id, row.queue_generation) for row in session.execute(statement)]
+    return list(session.scalars(statement))

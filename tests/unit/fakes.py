@@ -107,7 +107,7 @@ class MemoryBatch:
     def tool_finished(self, call: ToolCall, result: ToolResult) -> None:
         self.finished.append(call.id)
 
-    def isolated(self, call: ToolCall, run: Callable[[], ToolResult]) -> ToolResult:
+    def isolated(self, call: ToolCall, run: Callable[[], ToolResult], *, delegates: bool = False) -> ToolResult:
         return run()
 
     def append(self, messages: list[Message], state: LoopState) -> list[Message]:

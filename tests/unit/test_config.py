@@ -132,6 +132,55 @@ def test_settings_are_frozen_hashable_and_replaced_by_copies() -> None:
         settings.queue = "mutated"
 
 
+def test_the_defaults_bound_each_faults_recovery_as_the_architecture_says() -> None:
+    # docs/system-architecture.md, "Faults and what survives them"; tests/integration/test_faults.py checks each
+    # bound with short settings.
+    settings = Settings.from_env({})
+    timeouts = settings.session_timeouts()
+    assert (timeouts.statement, timeouts.lock, timeouts.idle_in_transaction) == (
+        timedelta(seconds=24),
+        timedelta(seconds=6),
+        timedelta(seconds=42),
+    )
+    # A worker frozen inside a transaction: its session ends, then the lease and a reconcile pass.
+    frozen = settings.run_lease + settings.reconcile_interval + timeouts.idle_in_transaction
+    assert frozen == timedelta(seconds=59)
+    # A lost enqueue is found by the reconciler, whatever the dedup key of the lost one says.
+    lost = settings.requeue_after + settings.reconcile_interval
+    assert lost == timedelta(seconds=65) < settings.enqueue_dedup_ttl
+    # A request never waits on a row lock for longer than a worker's lease.
+    assert timeouts.lock < settings.run_lease
+
+
+def test_the_sessions_timeouts_follow_the_lease_unless_set() -> None:
+    derived = Settings.from_env({"HANGO_RUN_LEASE": "20s", "HANGO_TOOL_TIMEOUT": "10s"}).session_timeouts()
+    assert (derived.statement, derived.lock, derived.idle_in_transaction) == (
+        timedelta(seconds=40),
+        timedelta(seconds=10),
+        timedelta(seconds=30),
+    )
+    given = Settings.from_env(
+        {
+            "HANGO_DB_STATEMENT_TIMEOUT": "1m",
+            "HANGO_DB_LOCK_TIMEOUT": "2s",
+            "HANGO_DB_IDLE_IN_TRANSACTION_TIMEOUT": "1h",
+        }
+    ).session_timeouts()
+    assert (given.statement, given.lock, given.idle_in_transaction) == (
+        timedelta(minutes=1),
+        timedelta(seconds=2),
+        timedelta(hours=1),
+    )
+
+
+def test_the_idle_in_transaction_timeout_must_outlast_a_tool_call() -> None:
+    # A tool runs inside its batch's transaction: a shorter timeout would end every long call's batch.
+    with pytest.raises(
+        ConfigError, match="HANGO_DB_IDLE_IN_TRANSACTION_TIMEOUT must be longer than HANGO_TOOL_TIMEOUT"
+    ):
+        Settings.from_env({"HANGO_TOOL_TIMEOUT": "30s", "HANGO_DB_IDLE_IN_TRANSACTION_TIMEOUT": "30s"})
+
+
 def test_cross_field_checks_name_both_variables() -> None:
     with pytest.raises(ConfigError, match="HANGO_RUN_HEARTBEAT_INTERVAL must be shorter than HANGO_RUN_LEASE"):
         Settings.from_env({"HANGO_RUN_LEASE": "10s", "HANGO_RUN_HEARTBEAT_INTERVAL": "10s"})
