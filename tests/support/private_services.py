@@ -107,6 +107,12 @@ class PrivatePostgres:
         """How many sessions are open on ``database``."""
         return self._count("SELECT count(*) FROM pg_stat_activity WHERE datname = :database", database)
 
+    def activity(self, database: str) -> list[tuple[str, str]]:
+        """The state and last statement of each session on ``database`` (``pg_stat_activity``)."""
+        query = "SELECT coalesce(state, ''), query FROM pg_stat_activity WHERE datname = :database"
+        with self._admin() as connection:
+            return [(state, statement) for state, statement in connection.execute(text(query), {"database": database})]
+
     def terminate_sessions(self, database: str) -> int:
         """End every session on ``database`` (``pg_terminate_backend``) except this call's own; how many ended."""
         return self._count(
