@@ -17,7 +17,7 @@ import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import Any, cast
 
@@ -44,19 +44,6 @@ from tests.support.tools import executions, holds_lock
 from tests.support.tripwire import run_task_delivery, run_task_publish, tripwire
 
 DATABASE = "hango_faults"
-LEASE = timedelta(seconds=3)
-RECONCILE = timedelta(seconds=1)
-REQUEUE_AFTER = timedelta(seconds=2)
-TOOL_TIMEOUT = timedelta(seconds=3)
-# Issue 23's settings. Settings without them (the code before issue 23) still run this module, and must fail it.
-ISSUE_23 = {
-    "db_idle_in_transaction_timeout": timedelta(seconds=4),  # longer than the tool timeout
-    "db_lock_timeout": timedelta(seconds=1),
-    "db_statement_timeout": timedelta(seconds=5),
-    "db_connect_timeout": timedelta(seconds=2),
-    "unavailable_retry_after": timedelta(seconds=2),
-}
-IDLE_IN_TRANSACTION = ISSUE_23["db_idle_in_transaction_timeout"]
 # The machine's share of a bound: a waiting worker picking the message up, a 2-core machine busy with processes.
 SLACK = timedelta(seconds=3)
 
@@ -98,21 +85,27 @@ def settings(postgres: PrivatePostgres, broker: PrivateRedis) -> Settings:
     lost message must be found by the reconciler's own clock, not by the key expiring)."""
     url = postgres.create_database(DATABASE)
     migrate.upgrade(url)
-    base = Settings(
+    settings = Settings(
         database_url=url,
         redis_url=broker.url,
         queue=f"hango-faults-{uuid.uuid4().hex[:10]}",
         tool_modules=("tests.support.tools",),
-        run_lease=LEASE,
+        run_lease=timedelta(seconds=3),
         run_heartbeat_interval=timedelta(seconds=0.5),
-        reconcile_interval=RECONCILE,
-        requeue_after=REQUEUE_AFTER,
+        reconcile_interval=timedelta(seconds=1),
+        requeue_after=timedelta(seconds=2),
         enqueue_dedup_ttl=timedelta(seconds=60),
-        tool_timeout=TOOL_TIMEOUT,
+        tool_timeout=timedelta(seconds=3),
+        db_idle_in_transaction_timeout=timedelta(seconds=4),  # longer than the tool timeout
+        db_lock_timeout=timedelta(seconds=1),
+        db_statement_timeout=timedelta(seconds=5),
+        db_connect_timeout=timedelta(seconds=2),
+        unavailable_retry_after=timedelta(seconds=2),
         sse_keepalive=timedelta(seconds=1),
         model_retry_base_delay=timedelta(seconds=0.01),
     )
-    return base.replace(**{name: value for name, value in ISSUE_23.items() if name in Settings.model_fields})
+    settings.check()  # what the processes started with these settings check too
+    return settings
 
 
 @pytest.fixture(scope="module")
@@ -209,18 +202,20 @@ def _recovered_within(name: str, condition: Callable[[], bool], since: float, bo
     return elapsed
 
 
-def _record(name: str, elapsed: float | None, bound: float) -> None:
+def _record(name: str, elapsed: float | None, bound: float | None = None) -> None:
     """Print a measured recovery time and append it to the log folder's ``fault-recovery.jsonl``."""
-    print(f"\nrecovery {name}: {'never' if elapsed is None else f'{elapsed:.2f}s'} (bound {bound:.0f}s)")
+    measured = "never" if elapsed is None else f"{elapsed:.2f}s"
+    print(f"\nrecovery {name}: {measured}" + ("" if bound is None else f" (bound {bound:.0f}s)"))
     line = {"test": name, "seconds": None if elapsed is None else round(elapsed, 3), "bound": bound}
     with (log_path("fault-recovery").with_suffix(".jsonl")).open("a") as out:
         out.write(json.dumps(line) + "\n")
 
 
-def _sleep_script(before: str, after: str, seconds: float) -> list[dict[str, Any]]:
+def _between_counts(tool: str, args: dict[str, Any], before: str, after: str) -> list[dict[str, Any]]:
+    """A script calling ``count``, then ``tool``, then ``count`` again, then answering."""
     return [
         {"tool_calls": [{"id": "c1", "name": "count", "args": {"key": before}}]},
-        {"tool_calls": [{"id": "s1", "name": "sleep", "args": {"seconds": seconds}}]},
+        {"tool_calls": [{"id": "s1", "name": tool, "args": args}]},
         {"tool_calls": [{"id": "c2", "name": "count", "args": {"key": after}}]},
         {"text": "finished"},
     ]
@@ -229,26 +224,38 @@ def _sleep_script(before: str, after: str, seconds: float) -> list[dict[str, Any
 def test_dropped_database_sessions_fail_no_run(
     client: FlaskClient, tenant: TenantFixture, db: Database, own: Settings, postgres: PrivatePostgres
 ) -> None:
-    agent_id = create_agent(client, tenant.owner, _sleep_script(uuid.uuid4().hex, uuid.uuid4().hex, 2))
-    runs = [_create_run(own, db, tenant, agent_id) for _ in range(2)]
+    keys = [uuid.uuid4().hex for _ in range(4)]
+    # One run sleeps in a tool that uses no session; the other's tool wrote a file in its batch's transaction, which
+    # stays open while the tool sleeps.
+    sleeps = _between_counts("sleep", {"seconds": 2}, keys[0], keys[1])
+    writes = _between_counts("scribble", {"file_path": "/half.txt", "seconds": 2}, keys[2], keys[3])
+    agents = [
+        create_agent(client, tenant.owner, script, tools=["count", "sleep", "scribble"]) for script in (sleeps, writes)
+    ]
+    runs = [_create_run(own, db, tenant, agent_id) for agent_id in agents]
     with worker(own, concurrency=2, beat=True, name="dropped"):
-        wait_until(lambda: all(_started_tool(db, run_id, "sleep") for run_id in runs), timeout=30)
+        wait_until(lambda: _started_tool(db, runs[0], "sleep") and _batch_wrote_a_file(postgres), timeout=30)
         assert client.get(f"/v1/runs/{runs[0]}", headers=tenant.owner.headers).status_code == 200
         # Every session of the database ends: the API's, the workers', beat's; again once the first reconnected.
         assert postgres.terminate_sessions(DATABASE) > 0
         wait_until(lambda: postgres.sessions(DATABASE) > 0, timeout=10)
         postgres.terminate_sessions(DATABASE)
         wait_until(lambda: _finished(db, *runs), timeout=60)
-    for run_id in runs:
-        run = _run(db, run_id)
-        assert run is not None
-        assert (run.state, run.error) == ("succeeded", None)
-        assert run.attempts == 0, "a dropped session counted as a lost worker"
-        requeued = [data for kind, data in _events(db, run_id) if kind == "run.queued"]
-        assert any(data.get("reason") == "transient database error" for data in requeued), requeued
+    ended = [_run(db, run_id) for run_id in runs]
+    assert [(run.state, run.error) for run in ended if run is not None] == [("succeeded", None)] * 2
+    assert [run.attempts for run in ended if run is not None] == [0, 0], "a dropped session counted as a lost worker"
+    requeued = [data for kind, data in _events(db, runs[1]) if kind == "run.queued"]
+    assert {"reason": "transient database error"} in requeued, requeued
+    assert [executions(key) for key in keys] == [1, 1, 1, 1], "a call ran again, or never"
     # The API's pooled sessions were ended too: its first read retries on a fresh connection.
     response = client.get(f"/v1/runs/{runs[0]}", headers=tenant.owner.headers)
     assert response.status_code == 200, response.json
+
+
+def _batch_wrote_a_file(postgres: PrivatePostgres) -> bool:
+    """Whether a session sits in a transaction whose last statement wrote a file (``scribble``'s batch)."""
+    activity = postgres.activity(DATABASE)
+    return any(state == "idle in transaction" and query.startswith("INSERT INTO files") for state, query in activity)
 
 
 def test_a_worker_frozen_holding_its_runs_row_loses_the_run_within_the_idle_timeout(
@@ -267,11 +274,11 @@ def test_a_worker_frozen_holding_its_runs_row_loses_the_run_within_the_idle_time
         os.killpg(frozen, signal.SIGSTOP)
         try:
             stopped_at, claims = time.monotonic(), _claims(db, run_id)
-            bound = LEASE + RECONCILE + IDLE_IN_TRANSACTION + SLACK
+            bound = own.run_lease + own.reconcile_interval + own.session_timeouts().idle_in_transaction + SLACK
             _recovered_within("frozen holding the row", lambda: _claims(db, run_id) > claims, stopped_at, bound)
             wait_until(lambda: _finished(db, run_id), timeout=30)
         finally:
-            os.killpg(frozen, signal.SIGCONT)
+            _resume(frozen)
         _assert_woken_worker_wrote_nothing(client, tenant, db, run_id, workers[frozen], ["l1"])
 
 
@@ -279,7 +286,7 @@ def test_a_worker_frozen_outside_a_transaction_loses_the_run_within_its_lease(
     client: FlaskClient, tenant: TenantFixture, db: Database, own: Settings
 ) -> None:
     before, after = uuid.uuid4().hex, uuid.uuid4().hex
-    agent_id = create_agent(client, tenant.owner, _sleep_script(before, after, 2))
+    agent_id = create_agent(client, tenant.owner, _between_counts("sleep", {"seconds": 2}, before, after))
     run_id = _create_run(own, db, tenant, agent_id)
     with _two_workers(own) as workers:
         wait_until(lambda: _started_tool(db, run_id, "sleep"), timeout=30)
@@ -287,11 +294,11 @@ def test_a_worker_frozen_outside_a_transaction_loses_the_run_within_its_lease(
         os.killpg(frozen, signal.SIGSTOP)
         try:
             stopped_at, claims = time.monotonic(), _claims(db, run_id)
-            bound = LEASE + RECONCILE + SLACK
+            bound = own.run_lease + own.reconcile_interval + SLACK
             _recovered_within("frozen in a sleep", lambda: _claims(db, run_id) > claims, stopped_at, bound)
             wait_until(lambda: _finished(db, run_id), timeout=30)
         finally:
-            os.killpg(frozen, signal.SIGCONT)
+            _resume(frozen)
         _assert_woken_worker_wrote_nothing(client, tenant, db, run_id, workers[frozen], ["c1", "s1", "c2"])
     assert executions(before) == 1
     assert executions(after) == 1
@@ -305,6 +312,12 @@ def _two_workers(settings: Settings) -> Iterator[dict[int, str]]:
         worker(settings, concurrency=1, beat=True, name="two") as two,
     ):
         yield {one.pid: worker_log_name(settings, "one"), two.pid: worker_log_name(settings, "two")}
+
+
+def _resume(process_group: int) -> None:
+    """SIGCONT a process group this test stopped (gone already: nothing to resume)."""
+    with suppress(ProcessLookupError):
+        os.killpg(process_group, signal.SIGCONT)
 
 
 def _holder_group(db: Database, run_id: uuid.UUID) -> int:
@@ -344,6 +357,7 @@ def test_a_message_a_frozen_consumer_swallowed_is_sent_again_after_requeue_after
         try:
             run_id = _create_run(own, db, tenant, agent_id)
             wait_until(wire.fired.is_set, timeout=30)
+            swallowed = wire.fired_at or 0.0
             queue = broker.client()
             assert queue.llen(own.queue) == 0, "the message is still in the queue"
             assert queue.exists(_dedup_key(db, run_id)), "the run's enqueue is not deduplicated"
@@ -351,11 +365,12 @@ def test_a_message_a_frozen_consumer_swallowed_is_sent_again_after_requeue_after
                 # Counted from when the rescuer consumes: its start-up is no part of hango's recovery.
                 wait_until(lambda: _consumers(broker) > 0, timeout=30)
                 since = time.monotonic()
-                bound = REQUEUE_AFTER + RECONCILE + SLACK
-                _recovered_within("swallowed message", lambda: _claims(db, run_id) > 0, since, bound)
+                bound = own.requeue_after + own.reconcile_interval + SLACK
+                elapsed = _recovered_within("swallowed message", lambda: _claims(db, run_id) > 0, since, bound)
+                _record("swallowed message, from the swallow (rescuer start-up included)", since - swallowed + elapsed)
                 wait_until(lambda: _finished(db, run_id), timeout=30)
         finally:
-            os.killpg(a.pid, signal.SIGCONT)
+            _resume(a.pid)
     assert _state(db, run_id) == "succeeded"
     assert executions(key) == 1
     assert [kind for kind, _ in _events(db, run_id)].count("run.started") == 1
@@ -378,7 +393,7 @@ def test_an_api_killed_between_commit_and_publish_leaves_a_run_the_reconciler_se
         assert _state(db, run_id) == "queued"
         assert queue.exists(_dedup_key(db, run_id)), "the run's enqueue is not deduplicated"
         assert queue.llen(own.queue) == 0, "the run's task was published"
-        bound = REQUEUE_AFTER + RECONCILE + SLACK
+        bound = own.requeue_after + own.reconcile_interval + SLACK
         _recovered_within("API killed before its publish", lambda: _claims(db, run_id) > 0, killed_at, bound)
         wait_until(lambda: _finished(db, run_id), timeout=30)
     assert _state(db, run_id) == "succeeded"
@@ -409,11 +424,7 @@ def _assert_unavailable(response: Any, settings: Settings) -> None:
     assert response.status_code == 503, (response.status_code, response.get_data(as_text=True)[:300])
     assert response.mimetype == "application/problem+json"
     assert response.json["type"] == "urn:hango:problem:unavailable", response.json
-    retry_after = response.headers.get("Retry-After", "")
-    assert retry_after.isdigit(), response.headers
-    assert int(retry_after) >= 1
-    if "unavailable_retry_after" in Settings.model_fields:
-        assert int(retry_after) == math.ceil(vars(settings)["unavailable_retry_after"].total_seconds())
+    assert response.headers.get("Retry-After") == str(math.ceil(settings.unavailable_retry_after.total_seconds()))
 
 
 def _readiness(client: FlaskClient) -> tuple[int, dict[str, str]]:
