@@ -427,8 +427,11 @@ def _assert_unavailable(response: Any, settings: Settings) -> None:
     assert response.headers.get("Retry-After") == str(math.ceil(settings.unavailable_retry_after.total_seconds()))
 
 
-def _readiness(client: FlaskClient) -> tuple[int, dict[str, str]]:
+def _readiness(client: FlaskClient, settings: Settings) -> tuple[int, dict[str, str]]:
+    """``/readyz``'s status and checks; a 503 must be the ``unavailable`` problem with ``Retry-After``."""
     response = client.get("/readyz")
+    if response.status_code == 503:
+        _assert_unavailable(response, settings)
     return response.status_code, (response.json or {}).get("checks", {})
 
 
@@ -447,7 +450,7 @@ def test_outages_answer_503_and_the_api_recovers(
     postgres.stop()
     try:
         _assert_unavailable(client.get("/v1/runs", headers=headers), settings)
-        assert _readiness(client) == (503, {"database": "unreachable", "redis": "ok"})
+        assert _readiness(client, settings) == (503, {"database": "unreachable", "redis": "ok"})
     finally:
         postgres.start()
     assert client.get("/v1/runs", headers=headers).status_code == 200
@@ -456,11 +459,11 @@ def test_outages_answer_503_and_the_api_recovers(
     postgres.start()
     response = client.get("/v1/runs", headers=headers)
     assert response.status_code == 200, response.json
-    assert _readiness(client) == (200, {"database": "ok", "redis": "ok"})
+    assert _readiness(client, settings) == (200, {"database": "ok", "redis": "ok"})
 
     broker.stop()
     try:
-        assert _readiness(client) == (503, {"database": "ok", "redis": "unreachable"})
+        assert _readiness(client, settings) == (503, {"database": "ok", "redis": "unreachable"})
         stream = client.get(f"/v1/runs/{first}/events", headers=headers, buffered=False)
         try:
             _assert_unavailable(stream, settings)
@@ -471,7 +474,7 @@ def test_outages_answer_503_and_the_api_recovers(
         broker.start()
     assert during.status_code == 202, during.json
     after = uuid.UUID(start_run(client, tenant.owner, agent_id))
-    assert _readiness(client) == (200, {"database": "ok", "redis": "ok"})
+    assert _readiness(client, settings) == (200, {"database": "ok", "redis": "ok"})
     runs = [first, uuid.UUID((during.json or {})["id"]), after]
     with worker(settings, concurrency=2, beat=True, name="after-outages"):
         wait_until(lambda: _finished(db, *runs), timeout=60)
