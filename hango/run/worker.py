@@ -120,6 +120,7 @@ def give_back(runtime: Runtime, lease: Lease) -> Execution:
             pause = min(2 * pause, runtime.settings.run_heartbeat_interval.total_seconds())
             continue
         if given is None:
+            log.info("run stopped (cancelled or lease lost)", extra={"run_id": str(lease.run_id)})
             return "stopped"
         if given == "failed":
             log.warning("the database failed the run too many times in a row", extra={"run_id": str(lease.run_id)})
