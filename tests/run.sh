@@ -136,7 +136,8 @@ exec 9>&-  # the end of set-up: releases the lock
 
 # This run's temporary folder: TMPDIR for pytest and all it starts, and its --basetemp (tmp_path's folders;
 # tests/conftest.py puts the processes' logs in its logs/ and points the tests' TMPDIR at its tmp/).
-run=$(mktemp -d "${TMPDIR:-/tmp}/hango-test-run-XXXXXX")
+# Short names: a standalone test's PostgreSQL socket path is built under it and may not exceed 107 bytes.
+run=$(mktemp -d "${TMPDIR:-/tmp}/hango-run-XXXXXX")
 pytest_status=running
 finish() {  # keeps the folder only after pytest failed or was stopped, and only when the tests wrote something there
   if [[ $pytest_status =~ ^(0|5)$ ]] || [ -z "$(find "$run" -type f -print -quit)" ]; then
@@ -144,9 +145,13 @@ finish() {  # keeps the folder only after pytest failed or was stopped, and only
   else
     local what="exited with $pytest_status"
     [ "$pytest_status" = running ] && what="was stopped"
-    echo "tests/run.sh: pytest $what; its temporary files are kept in $run (process logs: $run/pytest/logs)" >&2
+    echo "tests/run.sh: pytest $what; its temporary files are kept in $run (process logs: $run/p/*/logs)" >&2
   fi
 }
 trap finish EXIT
-TMPDIR=$run "$python" -m pytest --basetemp="$run/pytest" "$@" && pytest_status=0 || pytest_status=$?
+# In parallel: HANGO_TEST_PROCESSES pytest-xdist processes (4 by default; most tests wait on processes they
+# started, so twice the cores pays), each with a database, a Celery queue and a port range of its own (the session
+# fixtures and tests/support/processes.py), a test file's tests in one process. `-n 0` after it runs them in one.
+processes=${HANGO_TEST_PROCESSES:-4}
+TMPDIR=$run "$python" -m pytest --basetemp="$run/p" -n "$processes" --dist loadfile "$@" && pytest_status=0 || pytest_status=$?
 exit "$pytest_status"

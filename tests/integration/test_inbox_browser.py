@@ -41,8 +41,10 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(settings: Settings) -> Iterator[str]:
+    # One server for the module: each test has tenants of its own. Stopped once every page (and its event
+    # stream) is closed, so gunicorn's graceful stop has nothing to wait for.
     with api_server(settings) as base:
         yield base
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import itertools
 import os
 import signal
 import socket
@@ -95,12 +97,32 @@ def worker(
         stop(process)
 
 
+# The ports a test process hands out. Under pytest-xdist each process (gw0, gw1, ...) takes them from a range of
+# its own, below the kernel's ephemeral range, so two processes never pick the same free port at once; alone, a
+# process asks the kernel for any free one.
+_PORTS_PER_PROCESS = 1000
+_FIRST_PORT = 20000
+_next_port = itertools.count()
+
+
 def free_port() -> int:
-    """A TCP port free on the loopback interface."""
+    """A TCP port free on the loopback interface, from this test process's own range under pytest-xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return _bind_to_find(0)
+    first = _FIRST_PORT + int(worker.removeprefix("gw")) * _PORTS_PER_PROCESS
+    for _ in range(_PORTS_PER_PROCESS):
+        port = first + next(_next_port) % _PORTS_PER_PROCESS
+        with contextlib.suppress(OSError):
+            return _bind_to_find(port)
+    raise AssertionError(f"no free port in {first}-{first + _PORTS_PER_PROCESS - 1}")
+
+
+def _bind_to_find(port: int) -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+        probe.bind(("127.0.0.1", port))
+        found: int = probe.getsockname()[1]
+        return found
 
 
 @contextmanager
