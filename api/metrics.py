@@ -20,7 +20,7 @@ from hango import multiprocess_metrics
 from hango.api import ops
 from hango.config import Settings
 from hango.metrics import StoredStateCollector
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 
 
 class _RequestMetrics(PrometheusMetrics):  # type: ignore[misc]

@@ -24,7 +24,7 @@ from hango import migrate, tenancy
 from hango.auth import Principal
 from hango.config import Settings
 from hango.db import engine_url
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN_URL = os.environ.get("HANGO_BENCH_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")

@@ -59,7 +59,7 @@ from hango.db import engine_url
 from hango.models import Agent, Run
 from hango.queue import PING_TASK
 from hango.run import service
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 
 WRITE_MEMORY = {"id": "w", "name": "write_file", "args": {"file_path": "/memories/x", "content": "remember this"}}
 APPROVE = {"decisions": [{"tool_call_id": "w", "decision": "approve"}]}

@@ -29,7 +29,7 @@ from hango.agent.messages import user_message
 from hango.models import Agent
 from hango.queue import PING_TASK
 from hango.run import service
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 
 SSE_TIMEOUT = 60
 

@@ -25,7 +25,7 @@ from bench.client import Client, redis_publish_latency, wait_ready
 from bench.common import bench_settings, free_port, percentile, process, scratch_database, timed
 from bench.stream_clients import Collect, Mark, Open, serve
 from hango import tenancy
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 
 WRITE_MEMORY = {"id": "w", "name": "write_file", "args": {"file_path": "/memories/x", "content": "remember this"}}
 APPROVE = {"decisions": [{"tool_call_id": "w", "decision": "approve"}]}

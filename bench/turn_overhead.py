@@ -21,7 +21,7 @@ from hango.auth import Principal
 from hango.models import Agent
 from hango.queue import PING_TASK
 from hango.run import service
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 
 
 def main() -> None:

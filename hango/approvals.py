@@ -46,12 +46,13 @@ from hango.grants import audit_detail as grant_audit_detail
 from hango.models import Grant, Outcome, PendingApproval, Run
 from hango.pagination import Page, PageRequest
 from hango.run import transitions
-from hango.run.runtime import Runtime, Work, unit_of_work
+from hango.runtime import Runtime
 from hango.store import approvals as store
 from hango.store import subagent_calls as subagent_store
 from hango.store import tenants as tenant_store
 from hango.store.audit import AuditRecord, insert_audit_events
 from hango.telemetry import link_decision
+from hango.work import Work, unit_of_work
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from hango.config import Settings, parse_duration
 from hango.errors import Conflict, FieldError, InvalidInput
 from hango.models import Grant
 from hango.pagination import Page, PageRequest
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 from hango.store import agents as agent_store
 from hango.store import grants as store
 from hango.store.grants import GrantFilter

@@ -10,7 +10,7 @@ from hango.agent.tools.base import ToolLimits
 from hango.auth import Principal
 from hango.models import PendingApproval
 from hango.previews import DiffLimits, Preview, preview_call
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 from hango.store import approvals as approval_store
 from hango.store.files import run_files
 from hango.store.runs import get_run

@@ -24,10 +24,10 @@ from celery.signals import worker_process_init, worker_process_shutdown
 from prometheus_client import CollectorRegistry, start_http_server
 
 from hango import multiprocess_metrics
+from hango.agent.instruments import instruments
 from hango.config import Settings
 from hango.db import is_transient
 from hango.errors import ConfigError
-from hango.instruments import instruments
 from hango.queue import (
     EXPIRE_TASK,
     PING_TASK,
@@ -41,8 +41,8 @@ from hango.queue import (
 )
 from hango.run.expiry import sweep
 from hango.run.reconciler import reconcile
-from hango.run.runtime import Runtime, tool_registry
 from hango.run.worker import execute_run
+from hango.runtime import Runtime, tool_registry
 from hango.telemetry import configure_tracing
 from hango.webhooks import delivery
 

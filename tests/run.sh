@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command: sets up what the tests need, then lint, type-check and the whole suite against PostgreSQL and
-# Redis on 127.0.0.1. Arguments go to pytest (`bash tests/run.sh -q -k foo`).
+# The test command: sets up what the tests need, then lint, type-check, the import layers and the whole suite against
+# PostgreSQL and Redis on 127.0.0.1. Arguments go to pytest (`bash tests/run.sh -q -k foo`).
 #
 # Set-up, each step skipped when already done, so that a second run starts at once:
 #   1. .venv with `pip install -e '.[dev]'`: created when missing; installed again when a requirement of hango or of
@@ -133,6 +133,7 @@ exec 9>&-  # the end of set-up: releases the lock
 "$python" -m ruff check .
 "$python" -m ruff format --check .
 "$python" -m mypy
+"$venv/bin/lint-imports"  # hango's layers (pyproject.toml [tool.importlinter])
 
 # This run's temporary folder: TMPDIR for pytest and all it starts, and its --basetemp (tmp_path's folders;
 # tests/conftest.py puts the processes' logs in its logs/ and points the tests' TMPDIR at its tmp/).

@@ -30,12 +30,13 @@ from typing import Any, Literal
 
 from hango.models import PendingApproval, Run
 from hango.run import transitions
-from hango.run.runtime import Runtime, Work, unit_of_work
+from hango.runtime import Runtime
 from hango.store import approval_events as approval_event_store
 from hango.store import approvals as store
 from hango.store import runs as run_store
 from hango.store.audit import AuditRecord, insert_audit_events
 from hango.telemetry import current_trace_id
+from hango.work import Work, unit_of_work
 
 log = logging.getLogger(__name__)
 EXPIRED = "approval expired"

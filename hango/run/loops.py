@@ -26,9 +26,9 @@ from hango.agent.tools.base import ToolLimits
 from hango.agent.tools.task import RUNNER_KEY
 from hango.models import PendingApproval, Run
 from hango.run.persistence import RunPersistence
-from hango.run.runtime import Runtime
 from hango.run.subagents import ChildRunner
 from hango.run.transitions import Lease
+from hango.runtime import Runtime
 from hango.store import approvals as approval_store
 from hango.store import subagent_calls as subagent_store
 from hango.store.messages import child_history, run_history

@@ -28,8 +28,8 @@ from hango.db import is_transient
 from hango.grants import GrantQuery, live_grant
 from hango.models import Run
 from hango.run import standing
-from hango.run.runtime import Runtime, Work, unit_of_work
 from hango.run.transitions import Lease
+from hango.runtime import Runtime
 from hango.store import approvals as approval_store
 from hango.store import runs as run_store
 from hango.store import subagent_calls as subagent_store
@@ -38,6 +38,7 @@ from hango.store.files import run_files
 from hango.store.messages import insert_messages, message_json, to_message
 from hango.store.runs import Add, RunCounters
 from hango.store.tenants import allows_self_approval
+from hango.work import Work, unit_of_work
 
 log = logging.getLogger(__name__)
 

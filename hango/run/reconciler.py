@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from hango.run import transitions
-from hango.run.runtime import Runtime, unit_of_work
+from hango.runtime import Runtime
 from hango.store import runs as run_store
+from hango.work import unit_of_work
 
 log = logging.getLogger(__name__)
 BATCH = 100

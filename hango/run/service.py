@@ -11,12 +11,12 @@ from hango.agent.messages import Message, text_block
 from hango.agents import snapshot
 from hango.auth import Principal
 from hango.errors import InvalidInput
+from hango.events import ApprovalNotice, Event
 from hango.models import Message as MessageRow
 from hango.models import Run
 from hango.pagination import Page, PageRequest
 from hango.run import transitions
-from hango.run.events import ApprovalNotice, Event
-from hango.run.runtime import Runtime, unit_of_work
+from hango.runtime import Runtime
 from hango.store import agents as agent_store
 from hango.store import approval_events as approval_event_store
 from hango.store import events as event_store
@@ -24,6 +24,7 @@ from hango.store import messages as message_store
 from hango.store import runs as run_store
 from hango.store.audit import AuditRecord, insert_audit_events
 from hango.store.messages import insert_messages, message_json
+from hango.work import unit_of_work
 
 
 def input_messages(text: str | None, messages: list[dict[str, Any]] | None) -> list[Message]:

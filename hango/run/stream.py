@@ -26,13 +26,13 @@ import redis
 
 from hango.auth import Principal
 from hango.errors import NotFound, Unauthorized
+from hango.events import ApprovalNotice, Event, approvals_channel, channel
 from hango.models import TERMINAL_RUN_STATES
-from hango.run.events import ApprovalNotice, Event, approvals_channel, channel
 from hango.run.fanout import GAP, Fanout, Listener, Message
-from hango.run.runtime import Runtime
 from hango.run.service import approval_events_after, events_after, get_run
 from hango.run.stream_checks import StreamChecks
 from hango.run.stream_slots import StreamSlot, admit_stream
+from hango.runtime import Runtime
 
 FINISHED = "run.finished"
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from hango.agent.tools.base import ToolError
 from hango.agent.tools.task import GENERAL_PURPOSE
 from hango.models import SubagentCall
 from hango.run.persistence import locked_active_run, write_messages
-from hango.run.runtime import unit_of_work
 from hango.store import subagent_calls as subagent_store
+from hango.work import unit_of_work
 
 if TYPE_CHECKING:
     from hango.run.loops import Loops, LoopSpec

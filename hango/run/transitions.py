@@ -42,10 +42,10 @@ from hango.config import parse_duration
 from hango.errors import Conflict, NotAwaitingApproval
 from hango.models import PendingApproval, Run, RunState
 from hango.run import standing
-from hango.run.runtime import Work
 from hango.store import approvals as approval_store
 from hango.store import runs as store
 from hango.store.runs import Add, RunCounters
+from hango.work import Work
 
 QUEUED: tuple[RunState, ...] = ("queued",)
 RUNNING: tuple[RunState, ...] = ("running",)

@@ -25,10 +25,11 @@ from hango.models import PendingApproval, Run
 from hango.run import standing, transitions
 from hango.run.loops import Loops, LoopSpec, StoredLoop
 from hango.run.persistence import NewMessages
-from hango.run.runtime import Runtime, unit_of_work
 from hango.run.transitions import Lease
+from hango.runtime import Runtime
 from hango.store.audit import insert_audit_events
 from hango.telemetry import stored_context
+from hango.work import unit_of_work
 
 log = logging.getLogger(__name__)
 Execution = Literal["skipped", "finished", "stopped", "suspended", "given_back"]

@@ -24,12 +24,13 @@ from sqlalchemy.orm import Session
 from hango import __version__
 from hango.config import Settings
 from hango.models import Webhook
-from hango.run.runtime import Runtime, enqueue_deliveries, unit_of_work
+from hango.runtime import Runtime
 from hango.store import webhooks as store
 from hango.store.approvals import approval_item
+from hango.store.outbox import Notification, reminder_window
 from hango.webhooks import addresses, signing
-from hango.webhooks.outbox import Notification, reminder_window
 from hango.webhooks.secret_box import SecretBox
+from hango.work import enqueue_deliveries, unit_of_work
 
 log = logging.getLogger(__name__)
 Outcome = Literal["delivered", "retrying", "failed", "skipped"]

@@ -15,13 +15,14 @@ from hango.auth import Principal
 from hango.errors import Conflict, InvalidInput
 from hango.models import Webhook, WebhookDelivery
 from hango.pagination import Page, PageRequest
-from hango.run.runtime import Runtime, enqueue_deliveries
+from hango.runtime import Runtime
 from hango.store import webhooks as store
+from hango.store.outbox import retry_window
 from hango.tenancy import require_manager
 from hango.webhooks import addresses
-from hango.webhooks.outbox import retry_window
 from hango.webhooks.secret_box import SecretBox
 from hango.webhooks.signing import new_secret
+from hango.work import enqueue_deliveries
 
 log = logging.getLogger(__name__)
 

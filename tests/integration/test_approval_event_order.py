@@ -15,8 +15,8 @@ import uuid
 from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
-from hango.run.runtime import Runtime
 from hango.run.service import approval_events_after
+from hango.runtime import Runtime
 from hango.store import approval_events as store
 from tests.integration.conftest import TenantFixture
 

@@ -20,7 +20,7 @@ from hango.config import Settings
 from hango.db import Database
 from hango.models import Agent, ApiToken, File, Grant, Membership, Message, PendingApproval, Run, User, Webhook
 from hango.run import service
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent
 
 BAD_BODIES: list[tuple[str, str]] = [

@@ -24,7 +24,7 @@ from hango.db import Database
 from hango.models import Run, RunEvent
 from hango.queue import RUN_TASK
 from hango.run import service
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent
 from tests.support.processes import logged, wait_until, worker, worker_log_name
 from tests.support.tools import executions

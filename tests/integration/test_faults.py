@@ -35,7 +35,7 @@ from hango.config import Settings
 from hango.db import Database
 from hango.models import Run, RunEvent
 from hango.run import service
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent, start_run
 from tests.support import tools
 from tests.support.private_services import PrivatePostgres, PrivateRedis, private_postgres, private_redis

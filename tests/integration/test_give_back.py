@@ -19,8 +19,8 @@ from hango.auth import Principal
 from hango.config import Settings
 from hango.models import Agent, Message, Run, RunEvent
 from hango.run import service
-from hango.run.runtime import Runtime
 from hango.run.worker import execute_run
+from hango.runtime import Runtime
 
 _NO_ARGS = {"type": "object", "additionalProperties": False}
 

@@ -25,7 +25,7 @@ from hango.errors import Conflict
 from hango.grants import GrantQuery, GrantSpec
 from hango.models import Grant, PendingApproval, Run
 from hango.run import service
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 from tests.integration.conftest import Person, TenantFixture, create_agent
 from tests.integration.hitl_helpers import MEMORY, audit_rows, decide, pending, suspended_run, write_memory
 from tests.support.processes import wait_until

@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 from hango.config import Settings
 from hango.db import Database
 from hango.run.expiry import expire_stale
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, messages_of
 from tests.integration.hitl_helpers import (
     MEMORY,

@@ -14,7 +14,7 @@ from hango.api import create_app
 from hango.config import Settings
 from hango.db import Database
 from hango.queue import STATS_TASK
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, write_memory
 from tests.support.processes import wait_until, worker

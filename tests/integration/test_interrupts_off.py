@@ -26,8 +26,8 @@ from hango.config import Settings
 from hango.db import Database
 from hango.models import Run
 from hango.run import service
-from hango.run.runtime import Runtime
 from hango.run.worker import execute_run
+from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent
 from tests.integration.hitl_helpers import event_types, pending, tool_results
 from tests.support.processes import wait_until, worker

@@ -12,7 +12,7 @@ from hango.config import Settings
 from hango.db import Database
 from hango.models import DECISIONS
 from hango.run.expiry import expire_stale
-from hango.run.runtime import Runtime, tool_registry
+from hango.runtime import Runtime, tool_registry
 from tests.integration.conftest import TenantFixture, wait_for_state
 from tests.integration.hitl_helpers import decide, suspended_run, write_memory
 

@@ -133,8 +133,8 @@ def test_the_approvals_migration_downgrade_fails_suspended_and_decided_runs_firs
     from hango.db import Database
     from hango.models import Agent
     from hango.run import service
-    from hango.run.runtime import Runtime
     from hango.run.worker import execute_run
+    from hango.runtime import Runtime
 
     migrate.upgrade(empty_database)
     db = Database(empty_database)

@@ -26,7 +26,7 @@ from hango.errors import FieldError, Forbidden, InvalidInput, NotAwaitingApprova
 from hango.models import DECISIONS, Agent, AuditEvent, PendingApproval, Run, RunEvent
 from hango.models import Tenant as TenantRow
 from hango.pagination import PageRequest
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 
 # Well inside the approval TTL, so no sweeper expires these runs while a test decides them.
 CREATED = datetime.now(UTC) - timedelta(hours=1)

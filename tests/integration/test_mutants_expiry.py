@@ -26,7 +26,7 @@ from hango.db import Database
 from hango.models import Agent, AuditEvent, PendingApproval, Run, RunEvent
 from hango.models import Tenant as TenantRow
 from hango.run.expiry import expire_run, expire_stale
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 
 TTL = timedelta(days=10)
 NOW = datetime.now(UTC)

@@ -16,9 +16,10 @@ from hango.config import Settings
 from hango.db import Database
 from hango.models import Run, RunState
 from hango.run import service, transitions
-from hango.run.runtime import Runtime, unit_of_work
+from hango.runtime import Runtime
 from hango.store import runs as run_store
 from hango.store.runs import Add
+from hango.work import unit_of_work
 from tests.integration.conftest import TenantFixture, create_agent
 
 RUNNING: tuple[RunState, ...] = ("running",)

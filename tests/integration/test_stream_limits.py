@@ -24,7 +24,8 @@ from sqlalchemy import delete
 from hango.config import Settings
 from hango.db import Database
 from hango.models import Membership, Run
-from hango.run.runtime import Runtime, unit_of_work
+from hango.runtime import Runtime
+from hango.work import unit_of_work
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run
 from tests.integration.hitl_helpers import write_memory
 from tests.support.processes import api_server, get_status, start, stop, wait_until

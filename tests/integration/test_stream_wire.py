@@ -15,7 +15,7 @@ import redis
 from flask.testing import FlaskClient
 
 from hango.config import Settings
-from hango.run.events import Event, channel
+from hango.events import Event, channel
 from tests.integration.conftest import TenantFixture
 from tests.integration.hitl_helpers import decide, suspended_run, write_memory
 from tests.support.processes import api_server

@@ -251,7 +251,7 @@ def test_expiry_of_a_child_approval_fails_the_parent(
     from datetime import timedelta
 
     from hango.run.expiry import expire_stale
-    from hango.run.runtime import Runtime
+    from hango.runtime import Runtime
 
     child = _subagent("scribe", [{"tool_calls": [write_memory(call_id="w")]}])
     run_id = _run(client, tenant, [{"tool_calls": [_task("scribe")]}], [child])

@@ -26,7 +26,7 @@ from hango.config import Settings
 from hango.db import Database
 from hango.models import Run, RunEvent
 from hango.run import service
-from hango.run.runtime import Runtime
+from hango.runtime import Runtime
 from hango.store.files import SqlFileSystem
 from tests.integration.conftest import TenantFixture, create_agent
 from tests.integration.test_filesystem_tools import _seed_run

@@ -31,8 +31,8 @@ from hango.db import Database
 from hango.logs import JsonFormatter
 from hango.models import Agent, AuditEvent, Run
 from hango.run import service
-from hango.run.runtime import Runtime
 from hango.run.worker import execute_run
+from hango.runtime import Runtime
 from hango.tenancy import NewTenant
 from tests.integration.conftest import Person, bearer, create_agent, start_run, wait_for_state
 from tests.support.otlp import ReceivedSpan, receiver

@@ -25,9 +25,10 @@ from hango.db import Database
 from hango.errors import Conflict
 from hango.models import PendingApproval, Run, RunEvent
 from hango.run import service, transitions
-from hango.run.runtime import Runtime, unit_of_work
 from hango.run.transitions import Lease
+from hango.runtime import Runtime
 from hango.store import runs as run_store
+from hango.work import unit_of_work
 from tests.integration.conftest import TenantFixture, create_agent
 from tests.support.processes import wait_until
 

@@ -23,10 +23,11 @@ from hango.db import Database
 from hango.models import AuditEvent, Webhook, WebhookDelivery
 from hango.queue import DeliveryQueue
 from hango.run import transitions
-from hango.run.runtime import Runtime, unit_of_work
+from hango.runtime import Runtime
 from hango.store.runs import lock_run
 from hango.webhooks import delivery
 from hango.webhooks.signing import verify
+from hango.work import unit_of_work
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, finished, pending, suspended_run, write_memory
 from tests.support.processes import log_path, wait_until, worker, worker_log_name

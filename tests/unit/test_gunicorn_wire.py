@@ -11,7 +11,7 @@ import socket
 import gevent
 from gevent import socket as gsocket
 
-from api.sse import GunicornWire
+from hango.api.sse import GunicornWire
 
 
 def _read(sock: gsocket.socket, size: int) -> bytes:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 
+from hango.agent.instruments import UNKNOWN, instruments, provider_label
 from hango.agent.messages import AssistantTurn, ToolResult
 from hango.agent.middleware.base import Middleware, ModelCall, ModelHandler, ToolCallRequest, ToolHandler
-from hango.instruments import UNKNOWN, instruments, provider_label
 
 
 class Metrics(Middleware):
