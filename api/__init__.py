@@ -32,8 +32,8 @@ from hango.api.openapi import DESCRIPTION, Rules
 from hango.api.parsing import Api
 from hango.config import Settings
 from hango.db import Database
-from hango.run.stream import Live
 from hango.runtime import Runtime
+from hango.streams.live import Live
 from hango.telemetry import tracing_enabled
 
 _BLUEPRINTS = (

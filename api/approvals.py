@@ -23,8 +23,8 @@ from hango.errors import InvalidInput
 from hango.models import APPROVAL_STATES, EXECUTIONS, VOTES
 from hango.pagination import Page
 from hango.previews import Preview
-from hango.run.stream import open_approval_stream
 from hango.store.approvals import approval_json
+from hango.streams.live import open_approval_stream
 
 blp = Blueprint("approvals", __name__, url_prefix="/v1", description="Human-in-the-loop approvals")
 

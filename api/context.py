@@ -13,8 +13,8 @@ from hango.auth import Principal
 from hango.config import Settings
 from hango.db import Database
 from hango.errors import Unauthorized
-from hango.run.stream import Live
 from hango.runtime import Runtime
+from hango.streams.live import Live
 from hango.telemetry import current_trace_id
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")

@@ -18,7 +18,7 @@ from hango.models import RUN_STATES
 from hango.models import Run as RunRow
 from hango.pagination import Page
 from hango.run import service
-from hango.run.stream import open_stream
+from hango.streams.live import open_stream
 
 blp = Blueprint("runs", __name__, url_prefix="/v1", description="Runs, their messages and their events")
 

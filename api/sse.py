@@ -12,7 +12,7 @@ from flask import Response, request, stream_with_context
 from hango.api.patterns import whole_numbers_up_to
 from hango.errors import InvalidInput
 from hango.green import monkey_patched
-from hango.run.stream import Wire
+from hango.streams.live import Wire
 
 MAX_SEQ = 2**63 - 1  # event numbers are PostgreSQL bigints
 
@@ -46,7 +46,7 @@ def event_stream(
 
 
 class GunicornWire:
-    """The client connection of a streamed response under gunicorn's gevent worker (:class:`hango.run.stream.Wire`).
+    """The client connection of a streamed response under gunicorn's gevent worker (:class:`hango.streams.live.Wire`).
 
     gunicorn writes the headers and every body item the stream yields. Between two items, while the stream's
     greenlet waits, everything gunicorn was given has been sent, so bytes written here land between two of its

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from hango.config import Settings
-from hango.run.fanout import GAP, Fanout, Listener, Message
+from hango.streams.fanout import GAP, Fanout, Listener, Message
 from tests.support.processes import wait_until
 
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from hango.run.stream_checks import Recent
+from hango.streams.checks import Recent
 
 
 def test_callers_asking_together_share_one_computation() -> None:

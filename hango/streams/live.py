@@ -2,12 +2,12 @@
 
 Two logs are followed: a run's events (``GET /v1/runs/{id}/events``) and a tenant's approval stream
 (``GET /v1/approvals/events``). The database is the log; Redis only wakes readers early, through the process's
-one subscription (:mod:`hango.run.fanout`). A reader listens before it reads the log, takes a published event
+one subscription (:mod:`hango.streams.fanout`). A reader listens before it reads the log, takes a published event
 directly only when it is exactly the next one, and otherwise re-reads the log, so a lost or reordered publish
 costs latency, never an event.
 
 A stream is admitted before its first byte (the caller may see what it follows, and both the user and this process
-have a stream slot free: :mod:`hango.run.stream_slots`). It is then re-authorised at every keep-alive, and at
+have a stream slot free: :mod:`hango.streams.slots`). It is then re-authorised at every keep-alive, and at
 least once per keep-alive interval while events flow: a revoked token, a removed membership or a run the caller
 may no longer see ends it, before it sends anything more.
 """
@@ -28,11 +28,11 @@ from hango.auth import Principal
 from hango.errors import NotFound, Unauthorized
 from hango.events import ApprovalNotice, Event, approvals_channel, channel
 from hango.models import TERMINAL_RUN_STATES
-from hango.run.fanout import GAP, Fanout, Listener, Message
 from hango.run.service import approval_events_after, events_after, get_run
-from hango.run.stream_checks import StreamChecks
-from hango.run.stream_slots import StreamSlot, admit_stream
 from hango.runtime import Runtime
+from hango.streams.checks import StreamChecks
+from hango.streams.fanout import GAP, Fanout, Listener, Message
+from hango.streams.slots import StreamSlot, admit_stream
 
 FINISHED = "run.finished"
 log = logging.getLogger(__name__)
