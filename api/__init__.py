@@ -30,11 +30,11 @@ from hango.api import (
 from hango.api.context import Services
 from hango.api.openapi import DESCRIPTION, Rules
 from hango.api.parsing import Api
-from hango.config import Settings
-from hango.db import Database
-from hango.runtime import Runtime
+from hango.kernel.config import Settings
+from hango.kernel.telemetry import tracing_enabled
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.streams.live import Live
-from hango.telemetry import tracing_enabled
 
 _BLUEPRINTS = (
     users.blp,

@@ -7,15 +7,15 @@ from typing import Any
 
 from marshmallow import fields
 
-from hango import agents
 from hango.agent.config import AgentConfig
 from hango.agent.interrupts import effective_config
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, list_of, page_request
-from hango.models import Agent as AgentRow
-from hango.pagination import Page
+from hango.kernel.models import Agent as AgentRow
+from hango.kernel.pagination import Page
+from hango.services import agents
 
 blp = Blueprint("agents", __name__, url_prefix="/v1", description="Agent definitions")
 

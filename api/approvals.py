@@ -10,7 +10,6 @@ import marshmallow as ma
 from flask import Response, request
 from marshmallow import fields, missing, validate
 
-from hango import approvals, reviewing
 from hango.agent.interrupts import REVIEWER_ROLES
 from hango.api import sse
 from hango.api.audit import audit_written, audited
@@ -18,11 +17,12 @@ from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint, request_json
 from hango.api.runs import Run
 from hango.api.schemas import PROBLEM_CONTENT_TYPE, ListArgs, NoQuery, Problem, list_of, page_request
-from hango.approval_requests import DecisionsSchema
-from hango.errors import InvalidInput
-from hango.models import APPROVAL_STATES, EXECUTIONS, VOTES
-from hango.pagination import Page
-from hango.previews import Preview
+from hango.kernel.errors import InvalidInput
+from hango.kernel.models import APPROVAL_STATES, EXECUTIONS, VOTES
+from hango.kernel.pagination import Page
+from hango.services import approvals, reviewing
+from hango.services.approval_requests import DecisionsSchema
+from hango.services.previews import Preview
 from hango.store.approvals import approval_json
 from hango.streams.live import open_approval_stream
 

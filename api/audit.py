@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 from flask import Flask, Response, current_app, g, request
 from sqlalchemy.exc import SQLAlchemyError
 
-from hango import audit
 from hango.api.context import services, trace_id
-from hango.auth import Principal
-from hango.models import Outcome
+from hango.kernel.auth import Principal
+from hango.kernel.models import Outcome
+from hango.services import audit
 from hango.store.audit import AuditRecord
 
 log = logging.getLogger(__name__)

@@ -7,11 +7,11 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields
 
-from hango import audit
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, list_of, page_request
-from hango.pagination import Page
+from hango.kernel.pagination import Page
+from hango.services import audit
 from hango.store.audit import AuditFilter
 
 blp = Blueprint("audit", __name__, url_prefix="/v1", description="Who did what, with what outcome")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import Flask, g, request
 from werkzeug.exceptions import UnsupportedMediaType
 
-from hango import tenancy
 from hango.api.context import services
-from hango.errors import Unauthorized
+from hango.kernel.errors import Unauthorized
+from hango.services import tenancy
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 import redis
 from flask import current_app, g, request
 
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.errors import Unauthorized
-from hango.runtime import Runtime
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.errors import Unauthorized
+from hango.kernel.telemetry import current_trace_id
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.streams.live import Live
-from hango.telemetry import current_trace_id
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 

@@ -8,12 +8,12 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from hango import files
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, cursor_field, list_of, page_request
-from hango.models import File
+from hango.kernel.models import File
+from hango.services import files
 
 blp = Blueprint("files", __name__, url_prefix="/v1", description="An agent's /memories/ and /skills/ files")
 

@@ -10,13 +10,13 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from hango import grants as service
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, list_of, page_request
-from hango.grants import GrantFilter, GrantSpec
-from hango.models import Grant as GrantRow
+from hango.kernel.models import Grant as GrantRow
+from hango.services import grants as service
+from hango.services.grants import GrantFilter, GrantSpec
 
 blp = Blueprint("grants", __name__, url_prefix="/v1", description="Standing approvals of tool calls (grants)")
 

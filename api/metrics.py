@@ -1,7 +1,8 @@
 """``GET /metrics``: the request metrics of every API process, and the stored-state series once.
 
 prometheus-flask-exporter counts the requests. Under ``hango api`` (gunicorn, several processes) its values go to
-the files of the server's shared folder (:mod:`hango.multiprocess_metrics`) and a scrape adds up every process's
+the files of the server's shared folder (:mod:`hango.processes.multiprocess_metrics`) and a scrape adds up every
+process's
 files. The stored-state series are computed from PostgreSQL by whichever process answers, and registered in
 the exposed registry only, so they appear exactly once. Without a shared folder (the Flask test client, a single
 process) the values stay in memory and the same endpoint reports them.
@@ -16,11 +17,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from prometheus_flask_exporter import PrometheusMetrics
 
-from hango import multiprocess_metrics
 from hango.api import ops
-from hango.config import Settings
-from hango.metrics import StoredStateCollector
-from hango.runtime import Runtime
+from hango.kernel.config import Settings
+from hango.platform.runtime import Runtime
+from hango.processes import multiprocess_metrics
+from hango.services.metrics import StoredStateCollector
 
 
 class _RequestMetrics(PrometheusMetrics):  # type: ignore[misc]

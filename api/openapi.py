@@ -25,9 +25,9 @@ from hango.api.grants import GrantCreate
 from hango.api.patterns import NOT_BLANK, duration_pattern
 from hango.api.runs import RunCreate
 from hango.api.webhooks import WebhookCreate
-from hango.approval_requests import DecisionSchema, RememberSchema
-from hango.config import Settings, spelt_duration
-from hango.models import DECISIONS
+from hango.kernel.config import Settings, spelt_duration
+from hango.kernel.models import DECISIONS
+from hango.services.approval_requests import DecisionSchema, RememberSchema
 
 JsonSchema = dict[str, Any]
 DESCRIPTION = (

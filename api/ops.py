@@ -16,7 +16,7 @@ from hango.api.auth import bearer_token
 from hango.api.context import services
 from hango.api.outages import retry_after
 from hango.api.problems import problem
-from hango.errors import Unauthorized
+from hango.kernel.errors import Unauthorized
 
 blp = Blueprint("ops", __name__)
 

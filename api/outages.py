@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from hango.api.context import services
 from hango.api.problems import internal_problem, problem
-from hango.db import is_transient
+from hango.platform.db import is_transient
 
 log = logging.getLogger(__name__)
 # Set by the error handler on a read that met a dead pooled connection; :class:`RetryReads` then dispatches it again.

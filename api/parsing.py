@@ -17,8 +17,8 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from hango.api.context import services
 from hango.api.schemas import PROBLEM_CONTENT_TYPE, PROBLEM_STATUSES, Problem
-from hango.errors import InvalidInput
-from hango.validation import field_errors, load_json
+from hango.kernel.errors import InvalidInput
+from hango.kernel.validation import field_errors, load_json
 
 _View = TypeVar("_View", bound=Callable[..., Any])
 

@@ -12,7 +12,7 @@ _UNITS = (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0), ("d", 86400.0))
 
 
 def duration_pattern(maximum: timedelta) -> str:
-    """A duration as :func:`hango.config.parse_duration` reads it, above zero and at most ``maximum``.
+    """A duration as :func:`hango.kernel.config.parse_duration` reads it, above zero and at most ``maximum``.
 
     Whole numbers of a unit (``ms``, ``s``, ``m``, ``h``, ``d``; seconds without one), with decimals down to a
     thousandth of the unit: the parser also takes smaller fractions, which round to nothing or to a microsecond.

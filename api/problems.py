@@ -9,7 +9,7 @@ from flask import Flask, Response, json
 from werkzeug.exceptions import HTTPException
 
 from hango.api.audit import audit_written
-from hango.errors import (
+from hango.kernel.errors import (
     AlreadyVoted,
     Conflict,
     FieldError,

@@ -14,9 +14,9 @@ from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, cursor_field, list_of, page_request
-from hango.models import RUN_STATES
-from hango.models import Run as RunRow
-from hango.pagination import Page
+from hango.kernel.models import RUN_STATES
+from hango.kernel.models import Run as RunRow
+from hango.kernel.pagination import Page
 from hango.run import service
 from hango.streams.live import open_stream
 

@@ -9,7 +9,7 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from hango.pagination import DEFAULT_LIMIT, MAX_LIMIT, NOT_A_CURSOR, PageRequest, cursor_pattern
+from hango.kernel.pagination import DEFAULT_LIMIT, MAX_LIMIT, NOT_A_CURSOR, PageRequest, cursor_pattern
 
 
 def cursor_field(*kinds: type) -> fields.String:

@@ -10,8 +10,8 @@ from typing import Any, Protocol
 from flask import Response, request, stream_with_context
 
 from hango.api.patterns import whole_numbers_up_to
-from hango.errors import InvalidInput
-from hango.green import monkey_patched
+from hango.kernel.errors import InvalidInput
+from hango.processes.green import monkey_patched
 from hango.streams.live import Wire
 
 MAX_SEQ = 2**63 - 1  # event numbers are PostgreSQL bigints

@@ -7,11 +7,11 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields
 
-from hango import tenancy
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
 from hango.api.schemas import JsonBoolean, NoQuery
+from hango.services import tenancy
 
 blp = Blueprint("tenant", __name__, url_prefix="/v1", description="The tenant's settings")
 

@@ -8,13 +8,13 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from hango import tenancy
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, NoQuery, list_of, page_request
-from hango.models import ROLES
-from hango.pagination import Page
+from hango.kernel.models import ROLES
+from hango.kernel.pagination import Page
+from hango.services import tenancy
 
 blp = Blueprint("users", __name__, url_prefix="/v1", description="Users of the tenant and their API tokens")
 

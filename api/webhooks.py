@@ -13,10 +13,10 @@ from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, list_of, page_request
-from hango.models import DELIVERY_STATES, WEBHOOK_EVENT_TYPES, WebhookDelivery
-from hango.models import Webhook as WebhookRow
-from hango.pagination import Page
-from hango.webhooks import service
+from hango.kernel.models import DELIVERY_STATES, WEBHOOK_EVENT_TYPES, WebhookDelivery
+from hango.kernel.models import Webhook as WebhookRow
+from hango.kernel.pagination import Page
+from hango.services.webhooks import service
 
 blp = Blueprint("webhooks", __name__, url_prefix="/v1", description="Webhooks: signed notifications to reviewers")
 

@@ -8,9 +8,9 @@ import os
 from flask import Flask
 
 from hango.api import create_app
-from hango.config import Settings
-from hango.green import cooperative_postgres
-from hango.telemetry import configure_tracing
+from hango.kernel.config import Settings
+from hango.kernel.telemetry import configure_tracing
+from hango.processes.green import cooperative_postgres
 
 
 def app_from_env() -> Flask:

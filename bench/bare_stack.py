@@ -21,7 +21,7 @@ from celery import Celery
 from flask import Flask
 from sqlalchemy import create_engine, text
 
-from hango.db import engine_url
+from hango.platform.db import engine_url
 
 DATABASE_URL = os.environ.get("HANGO_BENCH_BARE_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("HANGO_BENCH_BARE_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -21,8 +21,8 @@ import redis
 from celery import Celery
 
 from bench.common import timed
-from hango.config import Settings
-from hango.queue import PING_TASK
+from hango.kernel.config import Settings
+from hango.platform.queue import PING_TASK
 
 TIMEOUT = 60
 IDLE = 1.0

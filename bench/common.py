@@ -20,11 +20,12 @@ import redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from hango import migrate, tenancy
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import engine_url
-from hango.runtime import Runtime
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.platform.db import engine_url
+from hango.platform.runtime import Runtime
+from hango.processes import migrate
+from hango.services import tenancy
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN_URL = os.environ.get("HANGO_BENCH_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")

@@ -51,15 +51,15 @@ from bench.common import (
     scratch_database,
 )
 from bench.tools import wake_key
-from hango import tenancy
 from hango.agent.messages import user_message
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import engine_url
-from hango.models import Agent, Run
-from hango.queue import PING_TASK
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.models import Agent, Run
+from hango.platform.db import engine_url
+from hango.platform.queue import PING_TASK
+from hango.platform.runtime import Runtime
 from hango.run import service
-from hango.runtime import Runtime
+from hango.services import tenancy
 
 WRITE_MEMORY = {"id": "w", "name": "write_file", "args": {"file_path": "/memories/x", "content": "remember this"}}
 APPROVE = {"decisions": [{"tool_call_id": "w", "decision": "approve"}]}

@@ -26,10 +26,10 @@ from urllib.parse import urlsplit
 
 from bench.common import bench_settings, owner, process, scratch_database, timed
 from hango.agent.messages import user_message
-from hango.models import Agent
-from hango.queue import PING_TASK
+from hango.kernel.models import Agent
+from hango.platform.queue import PING_TASK
+from hango.platform.runtime import Runtime
 from hango.run import service
-from hango.runtime import Runtime
 
 SSE_TIMEOUT = 60
 
@@ -74,7 +74,7 @@ def _ms(samples: list[float]) -> str:
 
 
 def _token(runtime: Runtime, principal: Any) -> str:
-    from hango.auth import hash_token, new_token
+    from hango.kernel.auth import hash_token, new_token
     from hango.store.tokens import create_token
 
     token = new_token()

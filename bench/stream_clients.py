@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from hango.server import raise_open_files_limit
+from hango.processes.server import raise_open_files_limit
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from typing import Any
 from bench.client import Client, redis_publish_latency, wait_ready
 from bench.common import bench_settings, free_port, percentile, process, scratch_database, timed
 from bench.stream_clients import Collect, Mark, Open, serve
-from hango import tenancy
-from hango.runtime import Runtime
+from hango.platform.runtime import Runtime
+from hango.services import tenancy
 
 WRITE_MEMORY = {"id": "w", "name": "write_file", "args": {"file_path": "/memories/x", "content": "remember this"}}
 APPROVE = {"decisions": [{"tool_call_id": "w", "decision": "approve"}]}

@@ -17,11 +17,11 @@ import uuid
 
 from bench.common import bench_settings, owner, process, scratch_database, summary, timed
 from hango.agent.messages import user_message
-from hango.auth import Principal
-from hango.models import Agent
-from hango.queue import PING_TASK
+from hango.kernel.auth import Principal
+from hango.kernel.models import Agent
+from hango.platform.queue import PING_TASK
+from hango.platform.runtime import Runtime
 from hango.run import service
-from hango.runtime import Runtime
 
 
 def main() -> None:

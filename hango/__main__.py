@@ -1,5 +1,5 @@
 """``python -m hango`` is the ``hango`` command."""
 
-from hango.cli import main
+from hango.processes.cli import main
 
 main()

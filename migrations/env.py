@@ -1,12 +1,12 @@
-"""Alembic environment: the URL comes from the Config built by ``hango.migrate``, never from a file."""
+"""Alembic environment: the URL comes from the Config built by ``hango.processes.migrate``, never from a file."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from hango.db import engine_url
-from hango.models import Base
+from hango.kernel.models import Base
+from hango.platform.db import engine_url
 
 config = context.config
 

@@ -23,12 +23,12 @@ from celery import Celery, Task
 from celery.signals import worker_process_init, worker_process_shutdown
 from prometheus_client import CollectorRegistry, start_http_server
 
-from hango import multiprocess_metrics
 from hango.agent.instruments import instruments
-from hango.config import Settings
-from hango.db import is_transient
-from hango.errors import ConfigError
-from hango.queue import (
+from hango.kernel.config import Settings
+from hango.kernel.errors import ConfigError
+from hango.kernel.telemetry import configure_tracing
+from hango.platform.db import is_transient
+from hango.platform.queue import (
     EXPIRE_TASK,
     PING_TASK,
     RECONCILE_TASK,
@@ -39,12 +39,12 @@ from hango.queue import (
     make_celery,
     task_options,
 )
+from hango.platform.runtime import Runtime, tool_registry
+from hango.processes import multiprocess_metrics
 from hango.run.expiry import sweep
 from hango.run.reconciler import reconcile
 from hango.run.worker import execute_run
-from hango.runtime import Runtime, tool_registry
-from hango.telemetry import configure_tracing
-from hango.webhooks import delivery
+from hango.services.webhooks import delivery
 
 log = logging.getLogger(__name__)
 TASKS = (RUN_TASK, RECONCILE_TASK, EXPIRE_TASK, PING_TASK, STATS_TASK, WEBHOOK_DELIVER_TASK, WEBHOOK_SWEEP_TASK)

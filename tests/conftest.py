@@ -14,9 +14,9 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from hango import migrate
-from hango.config import Settings
-from hango.db import Database, engine_url
+from hango.kernel.config import Settings
+from hango.platform.db import Database, engine_url
+from hango.processes import migrate
 
 SCRATCH: dict[str, str] = {}  # where this session keeps temporary files, for the summary of a failed run
 

@@ -1,8 +1,8 @@
 """What a worker measures as it works: task, model call and tool call latency, and model tokens.
 
-These are counted where the work happens, unlike the stored-state series of :mod:`hango.metrics`, which any API
+These are counted where the work happens, unlike the stored-state series of :mod:`hango.services.metrics`, which any API
 process computes from PostgreSQL. ``hango worker`` shares them across its pool processes through
-:mod:`hango.multiprocess_metrics` and serves them on ``HANGO_WORKER_METRICS_PORT``.
+:mod:`hango.processes.multiprocess_metrics` and serves them on ``HANGO_WORKER_METRICS_PORT``.
 
 Labels take values from fixed sets only (task names, providers, the tool registry), never from a tenant's
 configuration or a model's output, so nobody outside the operator can add series. The instruments are built on

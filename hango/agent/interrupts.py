@@ -29,10 +29,10 @@ from datetime import timedelta
 from typing import Any
 
 from hango.agent.paths import PathError, is_under, normalize_path
-from hango.canonical import canonical_json
-from hango.config import parse_duration, spelt_duration
-from hango.errors import FieldError, InvalidInput
-from hango.models import DECISIONS
+from hango.kernel.canonical import canonical_json
+from hango.kernel.config import parse_duration, spelt_duration
+from hango.kernel.errors import FieldError, InvalidInput
+from hango.kernel.models import DECISIONS
 
 PATH_ARGUMENTS = frozenset({"file_path", "path"})
 MATCHERS = ("equals", "prefix", "size_over")

@@ -25,7 +25,7 @@ from hango.agent.middleware.base import Chain, LoopScope, LoopServices, ModelCal
 from hango.agent.models.base import Model, ModelError, ModelRequest, ToolSpec
 from hango.agent.state import AwaitingApproval, Decision, Done, Failed, LoopState, Outcome, PendingCall
 from hango.agent.tools.base import DEFAULT_LIMITS, ToolContext, ToolLimits, ToolRegistry, ToolSignal, execute
-from hango.errors import HangoError
+from hango.kernel.errors import HangoError
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hango.agent.messages import Message, ToolCall, Usage
-from hango.canonical import canonical_json
-from hango.errors import HangoError
+from hango.kernel.canonical import canonical_json
+from hango.kernel.errors import HangoError
 
 STATE_VERSION = 1
 # The persisted layout (``runs.state_json`` / ``subagent_calls.state_json``), compatible since version 1 so runs

@@ -28,15 +28,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from hango.models import PendingApproval, Run
+from hango.kernel.models import PendingApproval, Run
+from hango.kernel.telemetry import current_trace_id
+from hango.platform.runtime import Runtime
+from hango.platform.work import Work, unit_of_work
 from hango.run import transitions
-from hango.runtime import Runtime
 from hango.store import approval_events as approval_event_store
 from hango.store import approvals as store
 from hango.store import runs as run_store
 from hango.store.audit import AuditRecord, insert_audit_events
-from hango.telemetry import current_trace_id
-from hango.work import Work, unit_of_work
 
 log = logging.getLogger(__name__)
 EXPIRED = "approval expired"

@@ -24,15 +24,15 @@ from hango.agent.models.factory import build_model
 from hango.agent.state import AwaitingApproval, Decision, Done, Failed, LoopState, Outcome, holds_batch, load_state
 from hango.agent.tools.base import ToolLimits
 from hango.agent.tools.task import RUNNER_KEY
-from hango.models import PendingApproval, Run
+from hango.kernel.models import PendingApproval, Run
+from hango.kernel.telemetry import resumed_links, tracer
+from hango.platform.runtime import Runtime
 from hango.run.persistence import RunPersistence
 from hango.run.subagents import ChildRunner
 from hango.run.transitions import Lease
-from hango.runtime import Runtime
 from hango.store import approvals as approval_store
 from hango.store import subagent_calls as subagent_store
 from hango.store.messages import child_history, run_history
-from hango.telemetry import resumed_links, tracer
 
 
 def decision_of(row: PendingApproval) -> Decision:
@@ -193,7 +193,7 @@ def invoke_agent_span(run: Run, spec: LoopSpec, subagent_call_id: uuid.UUID | No
 
     The run's own loop resumed after a suspension links to the suspended run's span (kept in
     ``runs.trace_context``): it sits in the trace of the decision that queued it again, and no span stays open
-    while a human decides (see :mod:`hango.telemetry`).
+    while a human decides (see :mod:`hango.kernel.telemetry`).
     """
     name = spec.name or run.agent_snapshot.get("name", "agent")
     attributes: dict[str, Any] = {

@@ -24,12 +24,13 @@ from hango.agent.loop import RunStopped
 from hango.agent.messages import Message, ToolCall, ToolResult, Usage
 from hango.agent.state import Decision, GrantLookup, LoopState, PendingCall, StandingApproval, dump_state
 from hango.agent.tools.base import ToolTimeout
-from hango.db import is_transient
-from hango.grants import GrantQuery, live_grant
-from hango.models import Run
+from hango.kernel.models import Run
+from hango.platform.db import is_transient
+from hango.platform.runtime import Runtime
+from hango.platform.work import Work, unit_of_work
 from hango.run import standing
 from hango.run.transitions import Lease
-from hango.runtime import Runtime
+from hango.services.grants import GrantQuery, live_grant
 from hango.store import approvals as approval_store
 from hango.store import runs as run_store
 from hango.store import subagent_calls as subagent_store
@@ -38,7 +39,6 @@ from hango.store.files import run_files
 from hango.store.messages import insert_messages, message_json, to_message
 from hango.store.runs import Add, RunCounters
 from hango.store.tenants import allows_self_approval
-from hango.work import Work, unit_of_work
 
 log = logging.getLogger(__name__)
 

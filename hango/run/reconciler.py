@@ -18,10 +18,10 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from hango.platform.runtime import Runtime
+from hango.platform.work import unit_of_work
 from hango.run import transitions
-from hango.runtime import Runtime
 from hango.store import runs as run_store
-from hango.work import unit_of_work
 
 log = logging.getLogger(__name__)
 BATCH = 100

@@ -8,15 +8,16 @@ from typing import Any
 from sqlalchemy import insert
 
 from hango.agent.messages import Message, text_block
-from hango.agents import snapshot
-from hango.auth import Principal
-from hango.errors import InvalidInput
-from hango.events import ApprovalNotice, Event
-from hango.models import Message as MessageRow
-from hango.models import Run
-from hango.pagination import Page, PageRequest
+from hango.kernel.auth import Principal
+from hango.kernel.errors import InvalidInput
+from hango.kernel.models import Message as MessageRow
+from hango.kernel.models import Run
+from hango.kernel.pagination import Page, PageRequest
+from hango.platform.events import ApprovalNotice, Event
+from hango.platform.runtime import Runtime
+from hango.platform.work import unit_of_work
 from hango.run import transitions
-from hango.runtime import Runtime
+from hango.services.agents import snapshot
 from hango.store import agents as agent_store
 from hango.store import approval_events as approval_event_store
 from hango.store import events as event_store
@@ -24,7 +25,6 @@ from hango.store import messages as message_store
 from hango.store import runs as run_store
 from hango.store.audit import AuditRecord, insert_audit_events
 from hango.store.messages import insert_messages, message_json
-from hango.work import unit_of_work
 
 
 def input_messages(text: str | None, messages: list[dict[str, Any]] | None) -> list[Message]:

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from hango.agent.loop import GrantWithdrawn
 from hango.agent.state import Decision, PendingCall
-from hango.models import PendingApproval
+from hango.kernel.models import PendingApproval
 from hango.store import approvals as approval_store
 from hango.store import grants as grant_store
 from hango.store.audit import AuditRecord

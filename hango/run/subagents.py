@@ -23,10 +23,10 @@ from hango.agent.messages import Message, text_block
 from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome, PendingCall
 from hango.agent.tools.base import ToolError
 from hango.agent.tools.task import GENERAL_PURPOSE
-from hango.models import SubagentCall
+from hango.kernel.models import SubagentCall
+from hango.platform.work import unit_of_work
 from hango.run.persistence import locked_active_run, write_messages
 from hango.store import subagent_calls as subagent_store
-from hango.work import unit_of_work
 
 if TYPE_CHECKING:
     from hango.run.loops import Loops, LoopSpec

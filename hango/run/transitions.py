@@ -38,14 +38,14 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Session
 
 from hango.agent.loop import RunStopped
-from hango.config import parse_duration
-from hango.errors import Conflict, NotAwaitingApproval
-from hango.models import PendingApproval, Run, RunState
+from hango.kernel.config import parse_duration
+from hango.kernel.errors import Conflict, NotAwaitingApproval
+from hango.kernel.models import PendingApproval, Run, RunState
+from hango.platform.work import Work
 from hango.run import standing
 from hango.store import approvals as approval_store
 from hango.store import runs as store
 from hango.store.runs import Add, RunCounters
-from hango.work import Work
 
 QUEUED: tuple[RunState, ...] = ("queued",)
 RUNNING: tuple[RunState, ...] = ("running",)
@@ -319,7 +319,8 @@ def reclaim_lost(work: Work, run: Run, max_attempts: int) -> Reclaimed | None:
 
 def give_back(work: Work, lease: Lease, most: int) -> Reclaimed | None:
     """``running → queued`` under a new generation, by the worker that holds the run: the database failed it for a
-    moment (:func:`hango.db.is_transient`), so it is re-driven from what is stored. Not a lost worker: ``attempts``
+    moment (:func:`hango.platform.db.is_transient`), so it is re-driven from what is stored. Not a lost worker:
+    ``attempts``
     stays. The loop state counts the give-backs since the loop last stored its state; one more than ``most`` in a
     row fails the run instead (a statement that always times out must not loop forever). ``None`` when the run is
     no longer this worker's (cancelled, or reclaimed meanwhile)."""

@@ -18,18 +18,18 @@ from opentelemetry.trace import SpanContext
 
 from hango.agent.loop import RunStopped
 from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, dump_state
-from hango.db import is_transient
-from hango.errors import HangoError
-from hango.logs import run_logging
-from hango.models import PendingApproval, Run
+from hango.kernel.errors import HangoError
+from hango.kernel.logs import run_logging
+from hango.kernel.models import PendingApproval, Run
+from hango.kernel.telemetry import stored_context
+from hango.platform.db import is_transient
+from hango.platform.runtime import Runtime
+from hango.platform.work import unit_of_work
 from hango.run import standing, transitions
 from hango.run.loops import Loops, LoopSpec, StoredLoop
 from hango.run.persistence import NewMessages
 from hango.run.transitions import Lease
-from hango.runtime import Runtime
 from hango.store.audit import insert_audit_events
-from hango.telemetry import stored_context
-from hango.work import unit_of_work
 
 log = logging.getLogger(__name__)
 Execution = Literal["skipped", "finished", "stopped", "suspended", "given_back"]
@@ -62,7 +62,7 @@ def claim_run(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Claimed | None
 def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -> Execution:
     """Claim and drive a run until it finishes, suspends or stops; a duplicate delivery does nothing.
 
-    Every line logged meanwhile, in this thread, carries the run's id (:func:`hango.logs.run_logging`).
+    Every line logged meanwhile, in this thread, carries the run's id (:func:`hango.kernel.logs.run_logging`).
     """
     with run_logging(run_id):
         return _execute(runtime, run_id, owner or worker_identity())

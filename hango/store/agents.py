@@ -7,9 +7,9 @@ import uuid
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from hango.errors import NotFound
-from hango.models import Agent
-from hango.pagination import Page, PageRequest, paginate
+from hango.kernel.errors import NotFound
+from hango.kernel.models import Agent
+from hango.kernel.pagination import Page, PageRequest, paginate
 
 # Built once: every run's creation reads its agent.
 _AGENT = select(Agent).where(Agent.tenant_id == bindparam("tenant_id"), Agent.id == bindparam("agent_id"))

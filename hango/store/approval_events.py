@@ -10,8 +10,8 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 
-from hango.auth import Principal
-from hango.models import ApprovalEvent, Tenant
+from hango.kernel.auth import Principal
+from hango.kernel.models import ApprovalEvent, Tenant
 
 _TABLE = cast(Table, ApprovalEvent.__table__)
 _INSERT = insert(_TABLE)

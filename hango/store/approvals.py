@@ -12,11 +12,11 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
-from hango.auth import Principal
-from hango.canonical import sha256_hex
-from hango.errors import NotFound
-from hango.models import ApprovalVote, PendingApproval, Run
-from hango.pagination import Page, PageRequest, paginate
+from hango.kernel.auth import Principal
+from hango.kernel.canonical import sha256_hex
+from hango.kernel.errors import NotFound
+from hango.kernel.models import ApprovalVote, PendingApproval, Run
+from hango.kernel.pagination import Page, PageRequest, paginate
 from hango.store.runs import get_run, visible_to_bound
 
 
@@ -123,7 +123,8 @@ def _filtered(statement: Select[PendingApproval], state: str) -> Select[PendingA
 def list_for_run(
     session: Session, principal: Principal, run_id: uuid.UUID, state: str, page: PageRequest
 ) -> Page[PendingApproval]:
-    """A visible run's approvals, oldest first; :class:`~hango.errors.NotFound` for a run the caller cannot see."""
+    """A visible run's approvals, oldest first; :class:`~hango.kernel.errors.NotFound` for a run the caller cannot
+    see."""
     run = get_run(session, principal, run_id)
     statement = select(PendingApproval).where(
         PendingApproval.tenant_id == run.tenant_id, PendingApproval.run_id == run.id
@@ -147,7 +148,7 @@ def list_for_tenant(session: Session, principal: Principal, state: str, page: Pa
 
 
 def get_visible(session: Session, principal: Principal, approval_id: uuid.UUID) -> PendingApproval:
-    """One approval the principal may see, with its votes; :class:`~hango.errors.NotFound` otherwise (another
+    """One approval the principal may see, with its votes; :class:`~hango.kernel.errors.NotFound` otherwise (another
     tenant's, or for a member another member's run's), so that its existence is never revealed."""
     statement = _visible_to(principal).where(PendingApproval.id == approval_id)
     row = session.scalar(statement.options(selectinload(PendingApproval.votes)))
@@ -177,7 +178,7 @@ def locked_with_approvals(
     session: Session, principal: Principal, run_id: uuid.UUID
 ) -> tuple[Run, list[PendingApproval]]:
     """A visible run, its row locked for this transaction, with every approval of it (any state, oldest first),
-    in one statement; :class:`~hango.errors.NotFound` for a run the principal cannot see."""
+    in one statement; :class:`~hango.kernel.errors.NotFound` for a run the principal cannot see."""
     statement = _LOCKED_WITH_APPROVALS[not principal.is_manager]
     parameters = {"run_id": run_id, "tenant_id": principal.tenant_id, "user_id": principal.user_id}
     rows = session.execute(statement, parameters).all()

@@ -9,9 +9,9 @@ from typing import Any, cast
 from sqlalchemy import Table, insert, select
 from sqlalchemy.orm import Session
 
-from hango.auth import Principal
-from hango.models import ActorKind, AuditEvent, Outcome
-from hango.pagination import Page, PageRequest, paginate
+from hango.kernel.auth import Principal
+from hango.kernel.models import ActorKind, AuditEvent, Outcome
+from hango.kernel.pagination import Page, PageRequest, paginate
 
 
 @dataclass(frozen=True)

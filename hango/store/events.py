@@ -9,8 +9,8 @@ from typing import Any, cast
 from sqlalchemy import Table, insert, select, update
 from sqlalchemy.orm import Session
 
-from hango.auth import Principal
-from hango.models import Run, RunEvent
+from hango.kernel.auth import Principal
+from hango.kernel.models import Run, RunEvent
 from hango.store.runs import get_run
 
 

@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 from hango.agent.deadline import shielded_call
 from hango.agent.files import FileInfo, StorageUse
 from hango.agent.paths import is_agent_path, normalize_path
-from hango.auth import Principal
-from hango.errors import NotFound
-from hango.models import File
+from hango.kernel.auth import Principal
+from hango.kernel.errors import NotFound
+from hango.kernel.models import File
 from hango.store.agents import get_agent
 from hango.store.runs import get_run
 

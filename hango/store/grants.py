@@ -10,9 +10,9 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, and_, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
-from hango.errors import NotFound
-from hango.models import Grant, Membership, Run
-from hango.pagination import Page, PageRequest, paginate
+from hango.kernel.errors import NotFound
+from hango.kernel.models import Grant, Membership, Run
+from hango.kernel.pagination import Page, PageRequest, paginate
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from sqlalchemy import Table, bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from hango.agent.messages import Message
-from hango.auth import Principal
-from hango.models import Message as MessageRow
-from hango.models import Run
-from hango.pagination import Page, PageRequest, paginate
+from hango.kernel.auth import Principal
+from hango.kernel.models import Message as MessageRow
+from hango.kernel.models import Run
+from hango.kernel.pagination import Page, PageRequest, paginate
 from hango.store.runs import RunCounters, get_run
 
 
@@ -108,7 +108,8 @@ def run_history(session: Session, run_id: uuid.UUID) -> tuple[list[Message], set
 
 
 def list_messages(session: Session, principal: Principal, run_id: uuid.UUID, page: PageRequest) -> Page[MessageRow]:
-    """A visible run's messages by ``seq``; :class:`~hango.errors.NotFound` for a run the principal cannot see."""
+    """A visible run's messages by ``seq``; :class:`~hango.kernel.errors.NotFound` for a run the principal cannot
+    see."""
     run = get_run(session, principal, run_id)
     statement = select(MessageRow).where(MessageRow.tenant_id == run.tenant_id, MessageRow.run_id == run.id)
     return paginate(session, statement, [MessageRow.seq], page)

@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from hango.config import Settings
-from hango.models import Run, WebhookEventType
+from hango.kernel.config import Settings
+from hango.kernel.models import Run, WebhookEventType
 from hango.store import webhooks as store
 
 

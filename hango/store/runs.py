@@ -12,10 +12,10 @@ from typing import Any, NamedTuple
 from sqlalchemy import ColumnElement, bindparam, null, select, update
 from sqlalchemy.orm import Session
 
-from hango.auth import Principal
-from hango.errors import NotFound
-from hango.models import Run, RunState
-from hango.pagination import Page, PageRequest, paginate
+from hango.kernel.auth import Principal
+from hango.kernel.errors import NotFound
+from hango.kernel.models import Run, RunState
+from hango.kernel.pagination import Page, PageRequest, paginate
 
 
 def visible_to(principal: Principal) -> ColumnElement[bool]:

@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from hango.auth import Principal
-from hango.errors import NotFound
-from hango.models import Run, SubagentCall
+from hango.kernel.auth import Principal
+from hango.kernel.errors import NotFound
+from hango.kernel.models import Run, SubagentCall
 from hango.store.runs import visible_to
 
 

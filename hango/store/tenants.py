@@ -7,9 +7,9 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from hango.errors import NotFound
-from hango.models import Membership, Role, Tenant, User
-from hango.pagination import Page, PageRequest, paginate
+from hango.kernel.errors import NotFound
+from hango.kernel.models import Membership, Role, Tenant, User
+from hango.kernel.pagination import Page, PageRequest, paginate
 
 
 def create_tenant(session: Session, name: str) -> Tenant:

@@ -9,9 +9,9 @@ from typing import cast
 from sqlalchemy import ColumnElement, Row, Select, bindparam, select
 from sqlalchemy.orm import Session
 
-from hango.auth import Principal
-from hango.errors import NotFound
-from hango.models import ApiToken, Membership, Role
+from hango.kernel.auth import Principal
+from hango.kernel.errors import NotFound
+from hango.kernel.models import ApiToken, Membership, Role
 
 
 def create_token(session: Session, tenant_id: uuid.UUID, user_id: uuid.UUID, token_hash: str) -> ApiToken:

@@ -10,9 +10,9 @@ from typing import Any, cast
 from sqlalchemy import Table, and_, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from hango.errors import NotFound
-from hango.models import PendingApproval, Tenant, Webhook, WebhookDelivery
-from hango.pagination import Page, PageRequest, paginate
+from hango.kernel.errors import NotFound
+from hango.kernel.models import PendingApproval, Tenant, Webhook, WebhookDelivery
+from hango.kernel.pagination import Page, PageRequest, paginate
 
 _DELIVERIES = cast(Table, WebhookDelivery.__table__)
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from hango.auth import Principal
-from hango.db import Database
+from hango.kernel.auth import Principal
+from hango.platform.db import Database
 from hango.store import approval_events as approval_event_store
 from hango.store import runs as run_store
 from hango.store import tokens as token_store

@@ -24,12 +24,12 @@ from typing import Generic, Protocol, TypeVar
 
 import redis
 
-from hango.auth import Principal
-from hango.errors import NotFound, Unauthorized
-from hango.events import ApprovalNotice, Event, approvals_channel, channel
-from hango.models import TERMINAL_RUN_STATES
+from hango.kernel.auth import Principal
+from hango.kernel.errors import NotFound, Unauthorized
+from hango.kernel.models import TERMINAL_RUN_STATES
+from hango.platform.events import ApprovalNotice, Event, approvals_channel, channel
+from hango.platform.runtime import Runtime
 from hango.run.service import approval_events_after, events_after, get_run
-from hango.runtime import Runtime
 from hango.streams.checks import StreamChecks
 from hango.streams.fanout import GAP, Fanout, Listener, Message
 from hango.streams.slots import StreamSlot, admit_stream

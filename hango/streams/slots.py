@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import redis
 from redis.exceptions import RedisError
 
-from hango.config import Settings
-from hango.errors import StreamCapacityFull, TooManyStreams
+from hango.kernel.config import Settings
+from hango.kernel.errors import StreamCapacityFull, TooManyStreams
 
 log = logging.getLogger(__name__)
 

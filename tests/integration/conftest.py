@@ -13,10 +13,10 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from hango import tenancy
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
+from hango.services import tenancy
 
 
 @pytest.fixture(scope="session")

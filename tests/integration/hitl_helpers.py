@@ -10,8 +10,8 @@ from typing import Any
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from hango.db import Database
-from hango.models import AuditEvent, RunEvent
+from hango.kernel.models import AuditEvent, RunEvent
+from hango.platform.db import Database
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 
 MEMORY = "/memories/AGENTS.md"

@@ -12,11 +12,11 @@ import threading
 import time
 import uuid
 
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run.service import approval_events_after
-from hango.runtime import Runtime
 from hango.store import approval_events as store
 from tests.integration.conftest import TenantFixture
 

@@ -10,8 +10,8 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from hango.db import Database
-from hango.models import ApprovalVote
+from hango.kernel.models import ApprovalVote
+from hango.platform.db import Database
 from tests.integration.conftest import Person, TenantFixture, create_agent, wait_for_state
 from tests.integration.hitl_helpers import (
     MEMORY,

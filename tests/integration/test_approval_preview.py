@@ -13,8 +13,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, tool_results
 

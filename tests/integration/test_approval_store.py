@@ -16,13 +16,13 @@ from sqlalchemy import delete, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from hango import tenancy
-from hango.auth import Principal
-from hango.db import Database
-from hango.errors import NotFound
-from hango.models import Agent, PendingApproval, Run, SubagentCall
-from hango.models import Tenant as TenantRow
-from hango.pagination import PageRequest
+from hango.kernel.auth import Principal
+from hango.kernel.errors import NotFound
+from hango.kernel.models import Agent, PendingApproval, Run, SubagentCall
+from hango.kernel.models import Tenant as TenantRow
+from hango.kernel.pagination import PageRequest
+from hango.platform.db import Database
+from hango.services import tenancy
 from hango.store import approvals
 
 # Well inside the approval TTL, so the session worker's sweeper leaves these runs alone while a test reads them.

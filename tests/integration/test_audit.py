@@ -9,8 +9,8 @@ from typing import Any
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from hango.db import Database
-from hango.models import AuditEvent
+from hango.kernel.models import AuditEvent
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent
 
 

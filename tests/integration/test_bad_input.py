@@ -15,12 +15,12 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 from hango.agent.messages import user_message
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.models import Agent, ApiToken, File, Grant, Membership, Message, PendingApproval, Run, User, Webhook
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.models import Agent, ApiToken, File, Grant, Membership, Message, PendingApproval, Run, User, Webhook
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run import service
-from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent
 
 BAD_BODIES: list[tuple[str, str]] = [

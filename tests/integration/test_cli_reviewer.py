@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from hango.config import Settings
+from hango.kernel.config import Settings
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import finished, pending, suspended_run, tool_results, write_memory
 from tests.support.processes import HANGO, api_server, settings_env

@@ -15,7 +15,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from hango.client import Client, Event, ProblemError, Run, TransportError
-from hango.config import Settings
+from hango.kernel.config import Settings
 from tests.integration.conftest import TenantFixture, create_agent, start_run
 from tests.integration.hitl_helpers import MEMORY, suspended_run, write_memory
 from tests.support.processes import ROOT, api_server, free_port, settings_env, wait_until

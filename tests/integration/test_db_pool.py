@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-from hango.db import Database
+from hango.platform.db import Database
 
 
 def _pool(url: str, idle: timedelta) -> Iterator[Database]:

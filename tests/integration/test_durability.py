@@ -18,13 +18,13 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from hango.agent.messages import user_message
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.models import Run, RunEvent
-from hango.queue import RUN_TASK
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.models import Run, RunEvent
+from hango.platform.db import Database
+from hango.platform.queue import RUN_TASK
+from hango.platform.runtime import Runtime
 from hango.run import service
-from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent
 from tests.support.processes import logged, wait_until, worker, worker_log_name
 from tests.support.tools import executions

@@ -18,9 +18,9 @@ from sqlalchemy import select
 
 from hango.agent.middleware.hitl import OUTCOME_UNKNOWN
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
-from hango.models import File
+from hango.kernel.config import Settings
+from hango.kernel.models import File
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, pending, tool_results
 from tests.support.processes import wait_until, worker

@@ -19,9 +19,9 @@ from sqlalchemy import func, select
 
 from hango.agent.middleware.hitl import EXPIRED_REJECTION
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
-from hango.models import ApprovalEvent, PendingApproval, Run
+from hango.kernel.config import Settings
+from hango.kernel.models import ApprovalEvent, PendingApproval, Run
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, decide, event_types, finished, pending, tool_results
 from tests.support.processes import wait_until, worker

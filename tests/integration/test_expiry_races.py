@@ -17,10 +17,10 @@ import pytest
 from flask import Flask
 
 from hango.agent.middleware.hitl import EXPIRED_REJECTION
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run.expiry import expire_run
-from hango.runtime import Runtime
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, event_types, pending, tool_results
 from tests.integration.test_hitl_races import _race

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from hango.config import Settings
+from hango.kernel.config import Settings
 from hango.streams.fanout import GAP, Fanout, Listener, Message
 from tests.support.processes import wait_until
 

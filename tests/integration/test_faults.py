@@ -27,15 +27,15 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 
-from hango import migrate
 from hango.agent.messages import user_message
 from hango.api import create_app
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.models import Run, RunEvent
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.models import Run, RunEvent
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
+from hango.processes import migrate
 from hango.run import service
-from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent, start_run
 from tests.support import tools
 from tests.support.private_services import PrivatePostgres, PrivateRedis, private_postgres, private_redis

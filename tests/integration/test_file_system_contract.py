@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 
 from hango.agent.files import FileSystem
 from hango.agent.paths import PathError
-from hango.db import Database
-from hango.models import Agent, Tenant
+from hango.kernel.models import Agent, Tenant
+from hango.platform.db import Database
 from hango.store.files import SqlFileSystem
 from tests.integration.test_filesystem_tools import _agent, _run, _tenant
 from tests.unit.fakes import FileTable

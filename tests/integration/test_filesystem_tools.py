@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy.orm import Session
 
 from hango.agent.tools.base import ToolContext
-from hango.db import Database
-from hango.models import Agent, Run, Tenant, User
+from hango.kernel.models import Agent, Run, Tenant, User
+from hango.platform.db import Database
 from hango.store.files import SqlFileSystem
 from tests.unit.test_filesystem_tools import Caller
 

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
-from hango import tenancy
 from hango.agent.messages import user_message
 from hango.agent.tools.base import Tool, ToolContext
-from hango.auth import Principal
-from hango.config import Settings
-from hango.models import Agent, Message, Run, RunEvent
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.models import Agent, Message, Run, RunEvent
+from hango.platform.runtime import Runtime
 from hango.run import service
 from hango.run.worker import execute_run
-from hango.runtime import Runtime
+from hango.services import tenancy
 
 _NO_ARGS = {"type": "object", "additionalProperties": False}
 

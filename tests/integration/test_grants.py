@@ -14,18 +14,18 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select, text, update
 
-from hango import grants
 from hango.agent.messages import ToolCall, user_message
 from hango.agent.state import GrantLookup
 from hango.api import create_app
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.errors import Conflict
-from hango.grants import GrantQuery, GrantSpec
-from hango.models import Grant, PendingApproval, Run
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.errors import Conflict
+from hango.kernel.models import Grant, PendingApproval, Run
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run import service
-from hango.runtime import Runtime
+from hango.services import grants
+from hango.services.grants import GrantQuery, GrantSpec
 from tests.integration.conftest import Person, TenantFixture, create_agent
 from tests.integration.hitl_helpers import MEMORY, audit_rows, decide, pending, suspended_run, write_memory
 from tests.support.processes import wait_until

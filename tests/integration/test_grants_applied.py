@@ -14,8 +14,8 @@ from sqlalchemy import select
 
 from hango.agent.messages import ToolCall
 from hango.agent.state import PendingCall, StandingApproval
-from hango.db import Database
-from hango.models import Grant, PendingApproval
+from hango.kernel.models import Grant, PendingApproval
+from hango.platform.db import Database
 from hango.run import standing
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, decide, event_types, pending, tool_results

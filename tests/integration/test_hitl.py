@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run.expiry import expire_stale
-from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, messages_of
 from tests.integration.hitl_helpers import (
     MEMORY,
@@ -439,7 +439,7 @@ def test_every_decision_is_audited_without_arguments_or_messages(
     with db.transaction() as session:
         from sqlalchemy import select
 
-        from hango.models import AuditEvent
+        from hango.kernel.models import AuditEvent
 
         everything = session.scalars(select(AuditEvent).where(AuditEvent.tenant_id == tenant.id)).all()
         dumped = json.dumps([[r.detail, r.target_id, r.action] for r in everything])
@@ -450,7 +450,7 @@ def test_requests_and_decisions_are_logged_at_info_with_the_reviewer_trail(
     client: FlaskClient, tenant: TenantFixture, caplog: pytest.LogCaptureFixture
 ) -> None:
     run_id = suspended_run(client, tenant, [{"tool_calls": [write_memory(call_id="w")]}])
-    with caplog.at_level("INFO", logger="hango.approvals"):
+    with caplog.at_level("INFO", logger="hango.services.approvals"):
         assert decide(client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
     [record] = [r for r in caplog.records if r.getMessage() == "approval decided"]
     assert record.levelname == "INFO"

@@ -16,8 +16,8 @@ import uuid
 from datetime import timedelta
 
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import write_memory
 from tests.support.processes import api_server, worker

@@ -16,10 +16,10 @@ import pytest
 from flask import Flask
 from sqlalchemy import text
 
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run.expiry import expire_run
-from hango.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import event_types, pending, write_memory
 from tests.support.processes import wait_until

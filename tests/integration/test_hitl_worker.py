@@ -11,10 +11,10 @@ from flask.testing import FlaskClient
 from sqlalchemy import text
 
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
-from hango.queue import STATS_TASK
-from hango.runtime import Runtime
+from hango.kernel.config import Settings
+from hango.platform.db import Database
+from hango.platform.queue import STATS_TASK
+from hango.platform.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, write_memory
 from tests.support.processes import wait_until, worker

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from hango.config import Settings
-from hango.db import Database
-from hango.models import Run
+from hango.kernel.config import Settings
+from hango.kernel.models import Run
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent
 from tests.integration.test_stream_limits import SUSPENDING, Reader
 from tests.integration.test_tool_budgets import HOSTILE_ERRORS, LIMITS, UNPROTECTED, _hostile_script

@@ -19,10 +19,10 @@ import pytest
 from flask.testing import FlaskClient
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run.expiry import expire_run
-from hango.runtime import Runtime
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, tool_results, write_memory
 from tests.support.processes import api_server

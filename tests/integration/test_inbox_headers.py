@@ -10,8 +10,8 @@ from werkzeug.test import TestResponse
 
 from hango.api import create_app
 from hango.api.inbox import SECURITY_HEADERS
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
 
 
 def _assert_secured(response: TestResponse, status: int) -> None:

@@ -16,18 +16,18 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from hango import approvals
 from hango.agent.messages import user_message
 from hango.agent.middleware.hitl import UnappliedDecisions, require_decisions_applied
 from hango.agent.middleware.stack import default_chain
 from hango.agent.state import Decision, LoopState
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.models import Run
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.models import Run
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run import service
 from hango.run.worker import execute_run
-from hango.runtime import Runtime
+from hango.services import approvals
 from tests.integration.conftest import TenantFixture, create_agent
 from tests.integration.hitl_helpers import event_types, pending, tool_results
 from tests.support.processes import wait_until, worker

@@ -8,11 +8,11 @@ import pytest
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from hango.config import Settings
-from hango.db import Database
-from hango.models import DECISIONS
+from hango.kernel.config import Settings
+from hango.kernel.models import DECISIONS
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime, tool_registry
 from hango.run.expiry import expire_stale
-from hango.runtime import Runtime, tool_registry
 from tests.integration.conftest import TenantFixture, wait_for_state
 from tests.integration.hitl_helpers import decide, suspended_run, write_memory
 

@@ -13,9 +13,9 @@ from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
-from hango.models import RUN_STATES
+from hango.kernel.config import Settings
+from hango.kernel.models import RUN_STATES
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.support.processes import api_server, free_port, wait_until, worker
 

@@ -12,10 +12,10 @@ from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 
-from hango import migrate
-from hango.config import Settings
-from hango.db import engine_url
-from hango.models import Base
+from hango.kernel.config import Settings
+from hango.kernel.models import Base
+from hango.platform.db import engine_url
+from hango.processes import migrate
 from tests.conftest import create_database, drop_database
 
 
@@ -127,14 +127,14 @@ UNAPPLIED = "approval decisions were removed by a schema downgrade before the ru
 def test_the_approvals_migration_downgrade_fails_suspended_and_decided_runs_first(
     empty_database: str, settings: Settings
 ) -> None:
-    from hango import approvals, tenancy
     from hango.agent.messages import user_message
-    from hango.auth import Principal
-    from hango.db import Database
-    from hango.models import Agent
+    from hango.kernel.auth import Principal
+    from hango.kernel.models import Agent
+    from hango.platform.db import Database
+    from hango.platform.runtime import Runtime
     from hango.run import service
     from hango.run.worker import execute_run
-    from hango.runtime import Runtime
+    from hango.services import approvals, tenancy
 
     migrate.upgrade(empty_database)
     db = Database(empty_database)

@@ -1,7 +1,7 @@
 """The decisions service in-process on real PostgreSQL: what a decision request stores, refuses, emits and audits.
 
 Runs and their pending approvals are written straight into the database, as a suspended run leaves them, so each
-test calls ``hango.approvals`` without a worker. Written to kill the mutants that survived mutation testing
+test calls ``hango.services.approvals`` without a worker. Written to kill the mutants that survived mutation testing
 (docs/mutation-testing.md).
 """
 
@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, select
 
-from hango import approvals, tenancy
-from hango.approval_requests import read_request
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.errors import FieldError, Forbidden, InvalidInput, NotAwaitingApproval, NotFound, PartialDecision
-from hango.models import DECISIONS, Agent, AuditEvent, PendingApproval, Run, RunEvent
-from hango.models import Tenant as TenantRow
-from hango.pagination import PageRequest
-from hango.runtime import Runtime
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.errors import FieldError, Forbidden, InvalidInput, NotAwaitingApproval, NotFound, PartialDecision
+from hango.kernel.models import DECISIONS, Agent, AuditEvent, PendingApproval, Run, RunEvent
+from hango.kernel.models import Tenant as TenantRow
+from hango.kernel.pagination import PageRequest
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
+from hango.services import approvals, tenancy
+from hango.services.approval_requests import read_request
 
 # Well inside the approval TTL, so no sweeper expires these runs while a test decides them.
 CREATED = datetime.now(UTC) - timedelta(hours=1)
@@ -168,7 +168,7 @@ def test_a_complete_set_of_decisions_is_stored_emitted_audited_and_queues_the_ru
         ]
     }
     before = datetime.now(UTC)
-    with caplog.at_level(logging.INFO, logger="hango.approvals"):
+    with caplog.at_level(logging.INFO, logger="hango.services.approvals"):
         decided = approvals.decide(runtime, run.admin, run.run.id, body, trace_id="t" * 32)
     after = datetime.now(UTC)
 

@@ -19,14 +19,14 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext
 from sqlalchemy import delete, select
 
-from hango import tenancy
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.models import Agent, AuditEvent, PendingApproval, Run, RunEvent
-from hango.models import Tenant as TenantRow
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.models import Agent, AuditEvent, PendingApproval, Run, RunEvent
+from hango.kernel.models import Tenant as TenantRow
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run.expiry import expire_run, expire_stale
-from hango.runtime import Runtime
+from hango.services import tenancy
 
 TTL = timedelta(days=10)
 NOW = datetime.now(UTC)

@@ -7,8 +7,8 @@ import re
 from flask.testing import FlaskClient
 
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
 
 
 def test_healthz_answers_without_credentials(client: FlaskClient) -> None:

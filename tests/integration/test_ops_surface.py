@@ -17,8 +17,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.support.processes import HANGO, ROOT, free_port, logged, settings_env, stop, wait_until, worker_log_name
 

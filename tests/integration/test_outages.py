@@ -13,8 +13,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import text
 
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture
 from tests.support.processes import free_port
 

@@ -6,8 +6,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
+from hango.kernel.config import Settings
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, bearer
 
 

@@ -11,8 +11,8 @@ import pytest
 from flask import Flask
 from sqlalchemy import func, select
 
-from hango.db import Database
-from hango.models import ApprovalVote, PendingApproval
+from hango.kernel.models import ApprovalVote, PendingApproval
+from hango.platform.db import Database
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import event_types, write_memory
 from tests.integration.test_hitl_races import _race

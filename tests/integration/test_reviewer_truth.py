@@ -12,8 +12,8 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from hango.db import Database
-from hango.models import ApprovalVote, Membership
+from hango.kernel.models import ApprovalVote, Membership
+from hango.platform.db import Database
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, audit_rows, decide, finished, pending, suspended_run, write_memory
 

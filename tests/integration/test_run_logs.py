@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from hango.config import Settings
-from hango.logs import JsonFormatter, run_logging
+from hango.kernel.config import Settings
+from hango.kernel.logs import JsonFormatter, run_logging
 from tests.integration.conftest import TenantFixture
 from tests.integration.hitl_helpers import decide, finished, suspended_run, write_memory
 from tests.support.processes import log_path, logged, worker_log_name

@@ -11,15 +11,15 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, text
 
 from hango.agent.messages import user_message
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.models import Run, RunState
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.models import Run, RunState
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
+from hango.platform.work import unit_of_work
 from hango.run import service, transitions
-from hango.runtime import Runtime
 from hango.store import runs as run_store
 from hango.store.runs import Add
-from hango.work import unit_of_work
 from tests.integration.conftest import TenantFixture, create_agent
 
 RUNNING: tuple[RunState, ...] = ("running",)

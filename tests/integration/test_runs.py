@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from hango.config import Settings
-from hango.db import Database
-from hango.models import RunEvent
+from hango.kernel.config import Settings
+from hango.kernel.models import RunEvent
+from hango.platform.db import Database
 from tests.integration.conftest import (
     TenantFixture,
     create_agent,

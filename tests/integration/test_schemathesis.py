@@ -38,11 +38,11 @@ from schemathesis.engine import events, from_schema
 from schemathesis.openapi.checks import RejectedPositiveData
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from hango import tenancy
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
-from hango.models import PendingApproval
+from hango.kernel.config import Settings
+from hango.kernel.models import PendingApproval
+from hango.platform.db import Database
+from hango.services import tenancy
 
 EXAMPLES = int(os.environ.get("HANGO_SCHEMATHESIS_EXAMPLES", "4"))
 # A 413 refuses a body for its size in bytes, which no JSON Schema keyword states: it is how the server refuses both

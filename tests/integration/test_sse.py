@@ -13,9 +13,9 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from hango.config import Settings
-from hango.db import Database
-from hango.models import RunEvent
+from hango.kernel.config import Settings
+from hango.kernel.models import RunEvent
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.support.processes import api_server
 from tests.support.sse import SseEvent, events_only, stream

@@ -11,8 +11,8 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from hango.db import Database
-from hango.models import ApprovalEvent, RunEvent
+from hango.kernel.models import ApprovalEvent, RunEvent
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, audit_rows, decide, pending, suspended_run, write_memory
 

@@ -21,11 +21,11 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import delete
 
-from hango.config import Settings
-from hango.db import Database
-from hango.models import Membership, Run
-from hango.runtime import Runtime
-from hango.work import unit_of_work
+from hango.kernel.config import Settings
+from hango.kernel.models import Membership, Run
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
+from hango.platform.work import unit_of_work
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run
 from tests.integration.hitl_helpers import write_memory
 from tests.support.processes import api_server, get_status, start, stop, wait_until

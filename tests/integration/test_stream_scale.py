@@ -12,7 +12,7 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
-from hango.config import Settings
+from hango.kernel.config import Settings
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, write_memory
 from tests.support.processes import api_process, get_status, wait_until

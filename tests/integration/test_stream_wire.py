@@ -14,8 +14,8 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
-from hango.config import Settings
-from hango.events import Event, channel
+from hango.kernel.config import Settings
+from hango.platform.events import Event, channel
 from tests.integration.conftest import TenantFixture
 from tests.integration.hitl_helpers import decide, suspended_run, write_memory
 from tests.support.processes import api_server

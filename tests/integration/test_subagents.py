@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from hango.db import Database
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, messages_of, start_run, wait_for_state
 from tests.integration.hitl_helpers import (
     MEMORY,
@@ -250,8 +250,8 @@ def test_expiry_of_a_child_approval_fails_the_parent(
 ) -> None:
     from datetime import timedelta
 
+    from hango.platform.runtime import Runtime
     from hango.run.expiry import expire_stale
-    from hango.runtime import Runtime
 
     child = _subagent("scribe", [{"tool_calls": [write_memory(call_id="w")]}])
     run_id = _run(client, tenant, [{"tool_calls": [_task("scribe")]}], [child])

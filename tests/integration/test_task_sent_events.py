@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import redis
 
-from hango.config import Settings
-from hango.queue import RunQueue, make_celery
+from hango.kernel.config import Settings
+from hango.platform.queue import RunQueue, make_celery
 from tests.conftest import REDIS_URL
 
 

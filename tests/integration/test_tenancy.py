@@ -17,11 +17,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from hango import audit, tenancy
-from hango.auth import Principal
-from hango.db import Database
-from hango.errors import Forbidden, NotFound
-from hango.models import (
+from hango.kernel.auth import Principal
+from hango.kernel.errors import Forbidden, NotFound
+from hango.kernel.models import (
     Agent,
     ApprovalVote,
     File,
@@ -34,7 +32,10 @@ from hango.models import (
     Webhook,
     WebhookDelivery,
 )
-from hango.pagination import PageRequest
+from hango.kernel.pagination import PageRequest
+from hango.platform.db import Database
+from hango.services import audit, tenancy
+from hango.services.tenancy import require_manager
 from hango.store import (
     agents,
     approval_events,
@@ -51,7 +52,6 @@ from hango.store import (
 from hango.store import tenants as tenant_store
 from hango.store.audit import AuditFilter, AuditRecord
 from hango.store.grants import GrantFilter
-from hango.tenancy import require_manager
 
 Reader = Callable[[Principal], bool]
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from hango.db import Database
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, decide, pending, suspended_run, write_memory
 

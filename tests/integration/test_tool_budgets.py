@@ -21,12 +21,12 @@ from sqlalchemy import select
 from hango.agent.messages import ToolCall, ToolResult, user_message
 from hango.agent.tools.base import ToolContext, ToolLimits, ToolTimeout, execute
 from hango.agent.tools.filesystem import BUILTIN_TOOLS
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.models import Run, RunEvent
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.models import Run, RunEvent
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run import service
-from hango.runtime import Runtime
 from hango.store.files import SqlFileSystem
 from tests.integration.conftest import TenantFixture, create_agent
 from tests.integration.test_filesystem_tools import _seed_run

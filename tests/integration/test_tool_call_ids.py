@@ -10,10 +10,10 @@ import pytest
 from flask.testing import FlaskClient
 
 from hango.api import create_app
-from hango.config import Settings
-from hango.db import Database
-from hango.queue import PING_TASK
-from hango.runtime import Runtime
+from hango.kernel.config import Settings
+from hango.platform.db import Database
+from hango.platform.queue import PING_TASK
+from hango.platform.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent, messages_of, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, finished, pending, tool_results, write_memory
 from tests.support.processes import worker

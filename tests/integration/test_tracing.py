@@ -22,18 +22,18 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import select
 
-from hango import approvals, tenancy
 from hango.agent.messages import user_message
 from hango.api import create_app
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.logs import JsonFormatter
-from hango.models import Agent, AuditEvent, Run
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.logs import JsonFormatter
+from hango.kernel.models import Agent, AuditEvent, Run
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
 from hango.run import service
 from hango.run.worker import execute_run
-from hango.runtime import Runtime
-from hango.tenancy import NewTenant
+from hango.services import approvals, tenancy
+from hango.services.tenancy import NewTenant
 from tests.integration.conftest import Person, bearer, create_agent, start_run, wait_for_state
 from tests.support.otlp import ReceivedSpan, receiver
 from tests.support.processes import ROOT, api_server, log_path, settings_env, wait_until, worker
@@ -130,7 +130,7 @@ def test_a_suspension_ends_the_trace_and_the_resume_links_a_new_one(db: Database
         ]
     }
     audit_trace = uuid.uuid4().hex
-    with _json_log("hango.approvals") as lines:
+    with _json_log("hango.services.approvals") as lines:
         approvals.decide(runtime, owner, run_id, body, audit_trace)
     # Outside any span (tracing off, or no request), the decision's line still names its audit row's trace.
     [logged] = [line for line in lines if line["message"] == "approval decided"]

@@ -19,16 +19,16 @@ from sqlalchemy import select, text
 
 from hango.agent.loop import RunStopped
 from hango.agent.messages import user_message
-from hango.auth import Principal
-from hango.config import Settings
-from hango.db import Database
-from hango.errors import Conflict
-from hango.models import PendingApproval, Run, RunEvent
+from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
+from hango.kernel.errors import Conflict
+from hango.kernel.models import PendingApproval, Run, RunEvent
+from hango.platform.db import Database
+from hango.platform.runtime import Runtime
+from hango.platform.work import unit_of_work
 from hango.run import service, transitions
 from hango.run.transitions import Lease
-from hango.runtime import Runtime
 from hango.store import runs as run_store
-from hango.work import unit_of_work
 from tests.integration.conftest import TenantFixture, create_agent
 from tests.support.processes import wait_until
 

@@ -8,9 +8,9 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from hango.auth import hash_token
-from hango.db import Database
-from hango.models import ApiToken
+from hango.kernel.auth import hash_token
+from hango.kernel.models import ApiToken
+from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, bearer
 
 

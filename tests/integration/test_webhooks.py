@@ -18,16 +18,16 @@ from sqlalchemy import select
 
 from hango.api import create_app
 from hango.client import types as client_types
-from hango.config import Settings
-from hango.db import Database
-from hango.models import AuditEvent, Webhook, WebhookDelivery
-from hango.queue import DeliveryQueue
+from hango.kernel.config import Settings
+from hango.kernel.models import AuditEvent, Webhook, WebhookDelivery
+from hango.platform.db import Database
+from hango.platform.queue import DeliveryQueue
+from hango.platform.runtime import Runtime
+from hango.platform.work import unit_of_work
 from hango.run import transitions
-from hango.runtime import Runtime
+from hango.services.webhooks import delivery
+from hango.services.webhooks.signing import verify
 from hango.store.runs import lock_run
-from hango.webhooks import delivery
-from hango.webhooks.signing import verify
-from hango.work import unit_of_work
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, finished, pending, suspended_run, write_memory
 from tests.support.processes import log_path, wait_until, worker, worker_log_name
@@ -166,7 +166,7 @@ def test_a_refused_name_says_only_what_kind_of_address_it_resolves_to_and_the_lo
 ) -> None:
     strict = client_with(settings, db, webhook_allow_private_urls=False)
     body = {"url": "https://localhost:8443/hook?token=s3cret", "events": ["run.finished"]}
-    with caplog.at_level(logging.WARNING, logger="hango.webhooks"):
+    with caplog.at_level(logging.WARNING, logger="hango.services.webhooks"):
         response = strict.post("/v1/webhooks", json=body, headers=tenant.owner.headers)
     assert response.status_code == 400, response.json
     assert response.json["detail"] == f"url: {PRIVATE}"

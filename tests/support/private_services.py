@@ -22,7 +22,7 @@ import redis
 from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.pool import NullPool
 
-from hango.db import engine_url
+from hango.platform.db import engine_url
 from tests.support.processes import free_port, wait_until
 
 # Durability is worthless for a cluster that lives as long as a test module: it is traded for speed.

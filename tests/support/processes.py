@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
-from hango.config import Settings
+from hango.kernel.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HANGO = [sys.executable, "-m", "hango"]

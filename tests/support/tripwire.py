@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
-from hango.queue import RUN_TASK
+from hango.platform.queue import RUN_TASK
 
 # How much of a connection's recent bytes a pattern may span (a task message is a few kilobytes).
 _WINDOW = 256 * 1024

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hango.agent.interrupts import compile_rules, effective_config, validate_rules
-from hango.errors import InvalidInput
+from hango.kernel.errors import InvalidInput
 
 USER = str(uuid.uuid4())
 

@@ -1,4 +1,5 @@
-"""The digest decisions are bound to: SHA-256 over the canonical JSON of ``hango.canonical``, checked against forms
+"""The digest decisions are bound to: SHA-256 over the canonical JSON of ``hango.kernel.canonical``, checked against
+forms
 written out by hand. It is RFC 8785 (checked on the RFC's own examples) except that integers keep every digit and
 integral floats keep a ``.0``, so that no two values a tool can tell apart share a digest."""
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hango.canonical import CanonicalizationError, canonical_json, sha256_hex
+from hango.kernel.canonical import CanonicalizationError, canonical_json, sha256_hex
 
 
 def _digest(canonical: str) -> str:

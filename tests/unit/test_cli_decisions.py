@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import pytest
 
-from hango.cli_reviewer import parse_decisions
+from hango.processes.cli_reviewer import parse_decisions
 
 
 def test_decisions_keep_their_order_and_their_own_message_or_arguments() -> None:

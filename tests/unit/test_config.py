@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from hango.config import Settings, env_name, parse_duration
-from hango.errors import ConfigError
+from hango.kernel.config import Settings, env_name, parse_duration
+from hango.kernel.errors import ConfigError
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ import pytest
 
 from hango.agent.tools.base import Tool
 from hango.agent.tools.filesystem import EDIT_FILE
-from hango.config import Settings
-from hango.grants import covers, exact_call, ttl_errors, when_errors, with_defaults
-from hango.models import Grant
+from hango.kernel.config import Settings
+from hango.kernel.models import Grant
+from hango.services.grants import covers, exact_call, ttl_errors, when_errors, with_defaults
 
 SETTINGS = Settings()
 

@@ -16,7 +16,7 @@ from hango.agent.middleware.base import LoopScope, ToolCallRequest
 from hango.agent.middleware.hitl import OUTCOME_UNKNOWN, HumanInTheLoop, rejection_text
 from hango.agent.state import Decision, LoopState, PendingCall
 from hango.agent.tools.base import Tool, ToolContext
-from hango.models import DECISIONS
+from hango.kernel.models import DECISIONS
 from tests.unit.fakes import MemoryFiles, MemoryPort
 
 ORIGINAL = {"file_path": "/memories/AGENTS.md", "content": "the model's text"}

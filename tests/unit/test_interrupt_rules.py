@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from hango.agent.interrupts import InterruptRule, compile_rules, effective_config, validate_rules
-from hango.errors import InvalidInput
-from hango.models import DECISIONS
+from hango.kernel.errors import InvalidInput
+from hango.kernel.models import DECISIONS
 
 
 def _rule(**when: dict[str, Any]) -> InterruptRule:

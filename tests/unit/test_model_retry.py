@@ -160,7 +160,7 @@ def test_the_factory_builds_each_provider_from_settings_only() -> None:
     from hango.agent.models.anthropic import AnthropicModel
     from hango.agent.models.factory import build_model
     from hango.agent.models.openai import OpenAIModel
-    from hango.config import Settings
+    from hango.kernel.config import Settings
 
     settings = Settings(anthropic_api_key="a-key", openai_api_key="o-key", openai_base_url="http://127.0.0.1:9/v1")
     for provider, kind in (("anthropic", AnthropicModel), ("openai", OpenAIModel)):

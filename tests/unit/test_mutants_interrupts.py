@@ -20,8 +20,8 @@ from hango.agent.interrupts import (
     overridden_defaults,
     validate_rules,
 )
-from hango.errors import FieldError, InvalidInput
-from hango.models import DECISIONS
+from hango.kernel.errors import FieldError, InvalidInput
+from hango.kernel.models import DECISIONS
 
 EVERY_DECISION = ", ".join(DECISIONS)
 MATCHERS = "equals, prefix, size_over"

@@ -38,7 +38,7 @@ from hango.agent.middleware.tracing import Tracing
 from hango.agent.models.base import ModelRequest, ToolSpec
 from hango.agent.state import AwaitingApproval, Cancelled, Decision, Done, Failed, LoopState, PendingCall
 from hango.agent.tools.base import Tool, ToolContext
-from hango.models import DECISIONS
+from hango.kernel.models import DECISIONS
 from tests.unit.fakes import MemoryFiles, MemoryPort
 
 SCHEMA = {

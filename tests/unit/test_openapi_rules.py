@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from hango.api.patterns import NOT_BLANK, duration_pattern
 from hango.api.sse import LAST_EVENT_ID, MAX_SEQ
-from hango.config import parse_duration
+from hango.kernel.config import parse_duration
 
 MAXIMA = [timedelta(days=30), timedelta(hours=1), timedelta(seconds=90), timedelta(days=7, seconds=1)]
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hango.errors import InvalidInput
-from hango.pagination import cursor_pattern, decode_cursor, encode_cursor
+from hango.kernel.errors import InvalidInput
+from hango.kernel.pagination import cursor_pattern, decode_cursor, encode_cursor
 
 TIME_ORDERED = [datetime, uuid.UUID]
 

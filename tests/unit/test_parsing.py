@@ -1,5 +1,5 @@
-from hango.errors import FieldError
-from hango.validation import field_errors
+from hango.kernel.errors import FieldError
+from hango.kernel.validation import field_errors
 
 
 def test_nested_marshmallow_messages_become_dotted_indexed_fields() -> None:

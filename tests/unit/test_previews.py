@@ -14,7 +14,7 @@ import pytest
 from hango.agent.messages import ToolCall
 from hango.agent.tools.base import DEFAULT_LIMITS, Tool, ToolContext, ToolRegistry, execute
 from hango.agent.tools.filesystem import BUILTIN_TOOLS, WRITE_FILE, builtin_registry
-from hango.previews import DiffLimits, Preview, file_diff, preview_call
+from hango.services.previews import DiffLimits, Preview, file_diff, preview_call
 from tests.unit.fakes import MemoryFiles
 
 TOOLS = {tool.name: tool for tool in BUILTIN_TOOLS}

@@ -8,10 +8,10 @@ import ipaddress
 import pytest
 from cryptography.fernet import Fernet
 
-from hango.errors import ConfigError
-from hango.webhooks import addresses
-from hango.webhooks.secret_box import SecretBox
-from hango.webhooks.signing import new_secret, signature, verify
+from hango.kernel.errors import ConfigError
+from hango.services.webhooks import addresses
+from hango.services.webhooks.secret_box import SecretBox
+from hango.services.webhooks.signing import new_secret, signature, verify
 
 # The specification's published test vector (standard-webhooks, the reference libraries' tests).
 VECTOR_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -40,7 +40,7 @@ from hango.agent.messages import ToolResult
 from hango.agent.middleware.base import Chain, Middleware, ToolCallRequest, ToolHandler, Verdict
 from hango.agent.state import Decision, GrantLookup, LoopState, PendingCall, StandingApproval
 from hango.agent.tools.base import ToolSignal
-from hango.errors import HangoError
+from hango.kernel.errors import HangoError
 
 log = logging.getLogger(__name__)
 OUTCOME_UNKNOWN = "outcome unknown: the worker stopped while this call ran"

@@ -15,7 +15,7 @@ from opentelemetry.trace import SpanKind
 from hango.agent.messages import AssistantTurn, ToolCall, ToolResult
 from hango.agent.middleware.base import LoopScope, Middleware, ModelCall, ModelHandler, ToolCallRequest, ToolHandler
 from hango.agent.state import AwaitingApproval, Outcome
-from hango.telemetry import tracer
+from hango.kernel.telemetry import tracer
 
 
 class Tracing(Middleware):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hango.agent.messages import AssistantTurn, Message
-from hango.errors import HangoError
+from hango.kernel.errors import HangoError
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 from hango.agent.models.base import Model
 from hango.agent.models.retry import RetryingModel
 from hango.agent.models.scripted import ScriptedModel
-from hango.config import Settings
+from hango.kernel.config import Settings
 
 PROVIDERS = ("scripted", "anthropic", "openai")
 

@@ -17,8 +17,8 @@ from hango.agent import deadline
 from hango.agent.files import FileSystem
 from hango.agent.messages import ToolCall, ToolResult
 from hango.agent.models.base import ToolSpec
-from hango.config import Settings
-from hango.errors import HangoError
+from hango.kernel.config import Settings
+from hango.kernel.errors import HangoError
 
 log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "hango.tools"
@@ -165,7 +165,7 @@ def _run_handler(tool: Tool, context: ToolContext, call: ToolCall) -> str:
     A delegating tool runs a whole child loop, whose own tool calls each get their deadline.
     """
     # The handler reads its schema's defaults from the arguments: what an exact standing approval pins
-    # (``hango.grants.exact_call``) is then what the tool reads, whatever default its code would have assumed.
+    # (``hango.services.grants.exact_call``) is then what the tool reads, whatever default its code would have assumed.
     arguments = tool.with_defaults(call.input)
     if tool.delegates:
         return tool.handler(context, arguments)

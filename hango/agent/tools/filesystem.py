@@ -320,7 +320,7 @@ def _read_file(context: ToolContext, args: dict[str, Any]) -> str:
 # write_file and edit_file
 #
 # Each of the two tools first works out what it would make of its file (a :class:`FileChange`), then writes it.
-# The approval preview (:mod:`hango.previews`) calls the same planning functions on a read-only view, so what a
+# The approval preview (:mod:`hango.services.previews`) calls the same planning functions on a read-only view, so what a
 # reviewer sees is what the tool does: the same normalised path, the same owner, the same content, the same refusal.
 
 

@@ -1,0 +1,143 @@
+"""Agent services: create, read, list and replace agent definitions (owners and admins write)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from hango.agent.interrupts import MAX_RULE_TTL, Override, canonical_rules, config_overrides, validate_rules
+from hango.agent.tools.base import ToolRegistry
+from hango.kernel.auth import Principal
+from hango.kernel.errors import Conflict, FieldError, InvalidInput
+from hango.kernel.models import Agent
+from hango.kernel.pagination import Page, PageRequest
+from hango.platform.db import Database
+from hango.services.tenancy import require_manager
+from hango.store import agents as agent_store
+
+log = logging.getLogger(__name__)
+CONFIG_FIELDS = ("name", "system_prompt", "model", "tools", "interrupt_on", "subagents", "max_turns", "max_tokens")
+
+
+def check_tools(config: dict[str, Any], tools: ToolRegistry) -> None:
+    """Every tool an agent or subagent names must be registered; unknown names are a 400 naming the field."""
+    known = tools.names()
+    errors = [
+        FieldError(f"tools[{index}]", f"unknown tool {name!r}")
+        for index, name in enumerate(config.get("tools", []))
+        if name not in known
+    ]
+    for sub_index, subagent in enumerate(config.get("subagents", [])):
+        errors += [
+            FieldError(f"subagents[{sub_index}].tools[{index}]", f"unknown tool {name!r}")
+            for index, name in enumerate(subagent.get("tools", []))
+            if name not in known
+        ]
+    if errors:
+        raise InvalidInput("; ".join(f"{error.field}: {error.message}" for error in errors), errors)
+
+
+def check_interrupts(config: dict[str, Any], max_ttl: timedelta = MAX_RULE_TTL) -> dict[str, Any]:
+    """The configuration with its interrupt rules, the agent's and each subagent's, in their canonical form
+    (:func:`~hango.agent.interrupts.canonical_rules`). Malformed rules are a 400 at save time; a rule's deadline
+    may be at most ``max_ttl`` (``HANGO_APPROVAL_MAX_TTL``)."""
+    validate_rules(config.get("interrupt_on"), max_ttl=max_ttl)
+    for index, subagent in enumerate(config.get("subagents", [])):
+        validate_rules(subagent.get("interrupt_on"), f"subagents[{index}].interrupt_on", max_ttl=max_ttl)
+    subagents = [
+        {**subagent, "interrupt_on": canonical_rules(subagent["interrupt_on"])}
+        if "interrupt_on" in subagent
+        else subagent
+        for subagent in config.get("subagents", [])
+    ]
+    canonical = dict(config)
+    if "interrupt_on" in config:
+        canonical["interrupt_on"] = canonical_rules(config["interrupt_on"])
+    if "subagents" in config:
+        canonical["subagents"] = subagents
+    return canonical
+
+
+def log_overrides(agent: Agent) -> list[Override]:
+    """Log every default interrupt rule the agent or one of its subagents replaces or removes, for the audit."""
+    overrides = config_overrides({"interrupt_on": agent.interrupt_on, "subagents": agent.subagents})
+    for override in overrides:
+        log.warning(
+            "agent overrides a default interrupt rule",
+            extra={
+                "agent_id": str(agent.id),
+                "tenant_id": str(agent.tenant_id),
+                "tool": override.tool,
+                "rule": override.rule,
+                "subagent": override.subagent,
+            },
+        )
+    return overrides
+
+
+def snapshot(agent: Agent) -> dict[str, Any]:
+    """The configuration a run is judged by for its whole life, whatever later edits do to the agent."""
+    return {field: getattr(agent, field) for field in CONFIG_FIELDS} | {"id": str(agent.id)}
+
+
+def create_agent(
+    db: Database,
+    tools: ToolRegistry,
+    principal: Principal,
+    config: dict[str, Any],
+    *,
+    max_ttl: timedelta = MAX_RULE_TTL,
+) -> Agent:
+    """Create an agent from a validated configuration."""
+    require_manager(principal)
+    check_tools(config, tools)
+    config = check_interrupts(config, max_ttl)
+    agent = Agent(id=uuid.uuid4(), tenant_id=principal.tenant_id, created_by=principal.user_id, **config)
+    try:
+        with db.transaction() as session:
+            session.add(agent)
+            session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"an agent named {config['name']!r} already exists") from exc
+    return agent
+
+
+def replace_agent(
+    db: Database,
+    tools: ToolRegistry,
+    principal: Principal,
+    agent_id: uuid.UUID,
+    config: dict[str, Any],
+    *,
+    max_ttl: timedelta = MAX_RULE_TTL,
+) -> Agent:
+    """Replace an agent's whole configuration; runs already created keep their snapshot."""
+    require_manager(principal)
+    check_tools(config, tools)
+    config = check_interrupts(config, max_ttl)
+    try:
+        with db.transaction() as session:
+            agent = agent_store.get_agent(session, principal.tenant_id, agent_id, for_update=True)
+            for field in CONFIG_FIELDS:
+                setattr(agent, field, config[field])
+            agent.updated_at = datetime.now(UTC)
+            session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"an agent named {config['name']!r} already exists") from exc
+    return agent
+
+
+def get_agent(db: Database, principal: Principal, agent_id: uuid.UUID) -> Agent:
+    """An agent of the caller's tenant."""
+    with db.transaction() as session:
+        return agent_store.get_agent(session, principal.tenant_id, agent_id)
+
+
+def list_agents(db: Database, principal: Principal, page: PageRequest) -> Page[Agent]:
+    """The tenant's agents, oldest first."""
+    with db.transaction() as session:
+        return agent_store.list_agents(session, principal.tenant_id, page)

@@ -1,0 +1,337 @@
+"""Standing approvals (grants): create, list, revoke, and the lookup the agent loop makes.
+
+A grant says "calls of this agent's ``tool_name`` that match ``when`` (and, if set, belong to ``run_id``) are
+approved until ``expires_at``". It is consulted only where an interrupt rule would suspend the call: the loop asks
+:func:`live_grant`, and when one answers it records the call as an approval already decided
+(:mod:`hango.run.standing`) instead of waiting for a human. A grant never widens what a rule lets through; it only
+spares a human the same decision again. It never applies to a rule with ``approvals_required`` above 1, nor to
+one that does not allow ``approve`` (the loop does not ask for those).
+
+Owners and admins only. The API's functions own their transactions; :func:`live_grant` and :func:`add_grant` work
+in the caller's.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from hango.agent.interrupts import InterruptRule, matcher_errors, rule_sets
+from hango.agent.state import GrantLookup
+from hango.agent.tools.base import Tool
+from hango.kernel.auth import Principal
+from hango.kernel.canonical import canonical_json
+from hango.kernel.config import Settings, parse_duration
+from hango.kernel.errors import Conflict, FieldError, InvalidInput
+from hango.kernel.models import Grant
+from hango.kernel.pagination import Page, PageRequest
+from hango.platform.runtime import Runtime
+from hango.services.approval_policy import is_reviewer
+from hango.services.tenancy import require_manager
+from hango.store import agents as agent_store
+from hango.store import grants as store
+from hango.store.grants import GrantFilter
+from hango.store.tenants import allows_self_approval
+
+__all__ = [
+    "GrantFilter",
+    "GrantQuery",
+    "GrantSpec",
+    "add_grant",
+    "audit_detail",
+    "check_quota",
+    "covers",
+    "create",
+    "exact_call",
+    "get",
+    "is_active",
+    "list_grants",
+    "live_grant",
+    "never_applies",
+    "revoke",
+    "ttl_errors",
+    "when_errors",
+    "with_defaults",
+]
+
+
+@dataclass(frozen=True)
+class GrantSpec:
+    """What a new grant covers, as its creator asked: ``when`` None is every call of the tool."""
+
+    agent_id: uuid.UUID
+    tool_name: str
+    ttl: str
+    when: Mapping[str, Any] | None = None
+    run_id: uuid.UUID | None = None
+    # ``when`` pins every argument of one call (``equals`` each, defaults filled in) and no other may be given.
+    exact: bool = False
+
+
+# Checks shared by POST /v1/grants and a decision's ``remember``.
+
+
+def ttl_errors(ttl: Any, settings: Settings, field: str = "ttl") -> list[FieldError]:
+    """What is wrong with a grant's ``ttl``: a duration such as ``1h``, above zero, at most
+    ``HANGO_GRANT_MAX_TTL``."""
+    try:
+        duration = parse_duration(ttl) if isinstance(ttl, str) else None
+    except (ValueError, OverflowError):  # past what a timedelta holds: far past the cap anyway
+        duration = None
+    if duration is None:
+        return [FieldError(field, "must be a duration such as 90s, 15m, 1h or 7d")]
+    if duration <= timedelta(0):
+        return [FieldError(field, "must be longer than zero")]
+    if duration > settings.grant_max_ttl:
+        return [FieldError(field, f"must be at most {settings.grant_max_ttl} (HANGO_GRANT_MAX_TTL)")]
+    return []
+
+
+def when_errors(when: Any, settings: Settings, field: str = "when") -> list[FieldError]:
+    """What is wrong with a grant's ``when``: null, or matchers exactly as an interrupt rule's ``when`` takes, of
+    at most ``HANGO_GRANT_MAX_WHEN_BYTES``."""
+    if when is None:
+        return []
+    if not isinstance(when, Mapping) or not when:
+        return [FieldError(field, "must be null or a non-empty object mapping argument names to matchers")]
+    size = len(json.dumps(when, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > settings.grant_max_when_bytes:
+        limit = settings.grant_max_when_bytes
+        return [FieldError(field, f"is {size} bytes of JSON, over {limit} (HANGO_GRANT_MAX_WHEN_BYTES)")]
+    errors: list[FieldError] = []
+    for argument, matcher in when.items():
+        errors += matcher_errors(matcher, f"{field}.{argument}")
+    return errors
+
+
+def exact_call(arguments: Mapping[str, Any], tool: Tool | None) -> dict[str, Any] | None:
+    """The ``when`` of an exact grant covering this call: ``equals`` on each of its arguments, the tool's defaults
+    filled in (None for a call without any, which a ``remember`` refuses).
+
+    What a reviewer approved is what they saw, so "remember" covers exactly that call: an argument the model left
+    to its default is pinned to that default (``replace_all: false``), and a call giving any argument the approved
+    one did not have is not covered (:func:`covers`).
+    """
+    return {name: {"equals": value} for name, value in with_defaults(tool, arguments).items()} or None
+
+
+def with_defaults(tool: Tool | None, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments as the tool will read them: its schema's top-level defaults filled in where the call gives
+    none (an unknown tool: the arguments as they are)."""
+    return tool.with_defaults(arguments) if tool is not None else dict(arguments)
+
+
+def covers(grant: Grant, arguments: Mapping[str, Any], filled: Mapping[str, Any]) -> bool:
+    """Whether the grant's ``when`` approves a call with these arguments (``filled``: with the tool's defaults).
+
+    An exact grant covers one argument object: the same arguments, every value equal in canonical JSON (``1`` is
+    not ``1.0``, a path is compared as written), nothing more. Any other grant matches as a rule's ``when`` does.
+    """
+    if not grant.exact:
+        return InterruptRule(allowed_decisions=(), when=grant.when).matches(arguments)
+    pinned = {name: matcher.get("equals") for name, matcher in (grant.when or {}).items()}
+    return canonical_json(pinned) == canonical_json(dict(filled))
+
+
+def is_active(grant: Grant, now: datetime) -> bool:
+    """Whether the grant applies at ``now``: neither revoked nor expired."""
+    return grant.revoked_at is None and grant.expires_at > now
+
+
+def _raise(errors: list[FieldError]) -> None:
+    if errors:
+        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+
+
+def check_quota(session: Session, settings: Settings, tenant_id: uuid.UUID, now: datetime, adding: int = 1) -> None:
+    """Refuse ``adding`` more grants when the tenant would have more than ``HANGO_MAX_GRANTS_PER_TENANT`` active.
+
+    The quota stays locked until commit: two creations at once count each other's grants.
+    """
+    store.lock_quota(session, tenant_id)
+    limit = settings.max_grants_per_tenant
+    if store.count_active(session, tenant_id, now) + adding > limit:
+        raise Conflict(f"the tenant already has {limit} active standing approvals (HANGO_MAX_GRANTS_PER_TENANT)")
+
+
+def _check_scope(session: Session, principal: Principal, spec: GrantSpec) -> Mapping[str, Any]:
+    """The agent (and the run, when named) must be the tenant's: 404 otherwise, as for a run's ``agent_id``. The
+    configuration the grant will meet: the run's snapshot for a grant of one run, else the agent as it stands."""
+    agent = agent_store.get_agent(session, principal.tenant_id, spec.agent_id)
+    if spec.run_id is None:
+        return {"interrupt_on": agent.interrupt_on, "subagents": agent.subagents}
+    run = store.share_run(session, principal.tenant_id, spec.run_id)
+    if run.agent_id != spec.agent_id:
+        raise InvalidInput.field("run_id", "is a run of another agent")
+    if run.created_by == principal.user_id and not allows_self_approval(session, principal.tenant_id):
+        raise InvalidInput.field(
+            "run_id", "is your own run, and this tenant forbids self-approval: your grant would never apply to it"
+        )
+    return run.agent_snapshot
+
+
+def never_applies(principal: Principal, config: Mapping[str, Any], tool_name: str) -> str | None:
+    """Why a grant of ``tool_name`` by ``principal`` could apply to no call of an agent so configured (None: it
+    may apply somewhere).
+
+    A grant applies only where its creator may decide the call under the rule that holds it: a rule that allows
+    ``approve``, asks for one approval, and names the creator (by role or id) among its reviewers, if it names
+    any. The agent's rules and each subagent's own are looked at; a tool no rule interrupts never needs a grant.
+    """
+    reasons: list[str] = []
+    for place, rules in rule_sets(config):
+        reason = _refusal(principal, rules.get(tool_name))
+        if reason is None:
+            return None
+        reasons.append(f"{place}: {reason}")
+    return "; ".join(reasons)
+
+
+def _refusal(principal: Principal, rule: InterruptRule | None) -> str | None:
+    if rule is None:
+        return "no rule interrupts it"
+    if "approve" not in rule.allowed_decisions:
+        return "its rule does not allow approve"
+    if rule.approvals_required > 1:
+        return f"its rule needs {rule.approvals_required} approvals, which a standing approval never gives"
+    if not is_reviewer(principal.user_id, principal.role, rule.reviewers):
+        return "its rule names other reviewers"
+    return None
+
+
+def add_grant(
+    session: Session,
+    settings: Settings,
+    principal: Principal,
+    spec: GrantSpec,
+    now: datetime,
+    judged_by: Mapping[str, Any] | None = None,
+) -> Grant:
+    """Validate and insert a grant created by ``principal`` in the caller's transaction.
+
+    A grant that could never apply (:func:`never_applies`) is refused: judged against ``judged_by``, an agent
+    configuration (a ``remember``: the deciding run's snapshot), else the run's snapshot or the agent as it stands.
+
+    Raises:
+        InvalidInput: ``tool_name``, ``ttl`` or ``when`` is malformed, ``run_id`` is another agent's run (or the
+            creator's own, in a tenant that forbids self-approval), or the grant could never apply.
+        NotFound: the agent or the run is not the tenant's.
+        Conflict: the tenant already has ``HANGO_MAX_GRANTS_PER_TENANT`` active grants.
+    """
+    tool_errors = [] if spec.tool_name.strip() else [FieldError("tool_name", "must not be empty")]
+    _raise(tool_errors + ttl_errors(spec.ttl, settings) + when_errors(spec.when, settings))
+    config = _check_scope(session, principal, spec)
+    reason = never_applies(principal, judged_by if judged_by is not None else config, spec.tool_name)
+    if reason is not None:
+        raise InvalidInput.field(
+            "tool_name", f"a standing approval by you would never apply to {spec.tool_name} ({reason})"
+        )
+    check_quota(session, settings, principal.tenant_id, now)
+    grant = Grant(
+        id=uuid.uuid4(),
+        tenant_id=principal.tenant_id,
+        agent_id=spec.agent_id,
+        tool_name=spec.tool_name,
+        when=dict(spec.when) if spec.when is not None else None,
+        exact=spec.exact,
+        run_id=spec.run_id,
+        created_by=principal.user_id,
+        expires_at=now + parse_duration(spec.ttl),
+    )
+    return store.add(session, grant)
+
+
+def audit_detail(grant: Grant) -> dict[str, Any]:
+    """What a ``grant.*`` audit row says: ids, the tool, the arguments ``when`` constrains (never their values)."""
+    return {
+        "agent_id": str(grant.agent_id),
+        "tool_name": grant.tool_name,
+        "when_arguments": sorted(grant.when) if grant.when else None,
+        "exact": grant.exact,
+        "run_id": str(grant.run_id) if grant.run_id else None,
+        "expires_at": grant.expires_at.isoformat(),
+    }
+
+
+# The API's services.
+
+
+def create(runtime: Runtime, principal: Principal, spec: GrantSpec) -> Grant:
+    """Create a grant (owner, admin); see :func:`add_grant` for what is refused."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return add_grant(session, runtime.settings, principal, spec, datetime.now(UTC))
+
+
+def list_grants(runtime: Runtime, principal: Principal, filters: GrantFilter, request: PageRequest) -> Page[Grant]:
+    """The tenant's grants, newest first (owner, admin)."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.page(session, principal.tenant_id, filters, request, datetime.now(UTC))
+
+
+def get(runtime: Runtime, principal: Principal, grant_id: uuid.UUID) -> Grant:
+    """One grant of the tenant (owner, admin)."""
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.get(session, principal.tenant_id, grant_id)
+
+
+def revoke(runtime: Runtime, principal: Principal, grant_id: uuid.UUID) -> Grant:
+    """Revoke a grant at once (owner, admin); revoking it again changes nothing.
+
+    A loop holding the grant (between :func:`live_grant` and its commit) finishes first; no lookup after this
+    returns sees the grant.
+    """
+    require_manager(principal)
+    with runtime.db.transaction() as session:
+        return store.revoke(session, principal.tenant_id, grant_id, principal.user_id, datetime.now(UTC))
+
+
+# What the agent loop calls, in its own transaction.
+
+
+@dataclass(frozen=True)
+class GrantQuery:
+    """A held call a grant might approve, as the loop asks: whose run, which call, and the rule holding it."""
+
+    tenant_id: uuid.UUID
+    agent_id: uuid.UUID
+    run_id: uuid.UUID
+    lookup: GrantLookup
+
+
+def live_grant(session: Session, query: GrantQuery, now: datetime, not_by: uuid.UUID | None = None) -> Grant | None:
+    """The oldest active grant that approves this call, or None.
+
+    A grant approves only where its creator, with the role they hold in the tenant now, may decide the call under
+    the rule that holds it (its ``reviewers``), and never for ``not_by`` (the run's creator, in a tenant that
+    forbids self-approval: their grant would be their own approval by proxy). Ask only where a rule would suspend
+    the call, and never for a rule with ``approvals_required`` above 1.
+
+    One indexed statement; ``when`` is matched by :func:`covers`. The grants found stay locked ``FOR SHARE`` until
+    the caller's transaction ends; the loop looks again, with :func:`~hango.store.grants.live_ids`, in the
+    transaction that records the call as approved, so a revocation either comes first (and the call waits for a
+    human) or waits for that commit.
+    """
+    lookup = query.lookup
+    found = store.candidates(
+        session,
+        tenant_id=query.tenant_id,
+        agent_id=query.agent_id,
+        run_id=query.run_id,
+        tool_name=lookup.call.name,
+        now=now,
+    )
+    for grant, creator_role in found:
+        if grant.created_by == not_by or not is_reviewer(grant.created_by, creator_role, lookup.reviewers):
+            continue
+        if covers(grant, lookup.call.input, lookup.arguments):
+            return grant
+    return None
