@@ -15,7 +15,7 @@ from hango.api import sse
 from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint, request_json
-from hango.api.runs import Run
+from hango.api.runs import RunSchema
 from hango.api.schemas import PROBLEM_CONTENT_TYPE, ListArgs, NoQuery, Problem, list_of, page_request
 from hango.kernel.errors import InvalidInput
 from hango.kernel.models import APPROVAL_STATES, EXECUTIONS, VOTES
@@ -108,7 +108,7 @@ class DecidedApproval(Approval):
 
 
 class DecisionResult(ma.Schema):
-    run = fields.Nested(Run, required=True)
+    run = fields.Nested(RunSchema, required=True)
     approvals = fields.List(fields.Nested(DecidedApproval), required=True)
 
 

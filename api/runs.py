@@ -14,8 +14,7 @@ from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, cursor_field, list_of, page_request
-from hango.kernel.models import RUN_STATES
-from hango.kernel.models import Run as RunRow
+from hango.kernel.models import RUN_STATES, Run
 from hango.kernel.pagination import Page
 from hango.run import service
 from hango.streams.live import open_stream
@@ -58,7 +57,7 @@ class RunCreate(ma.Schema):
     messages = fields.List(fields.Nested(InputMessage), validate=validate.Length(min=1, max=1000))
 
 
-class Run(ma.Schema):
+class RunSchema(ma.Schema):
     id = fields.UUID(required=True)
     agent_id = fields.UUID(required=True)
     state = fields.String(required=True)
@@ -71,7 +70,7 @@ class Run(ma.Schema):
     turn = fields.Integer(required=True)
     usage = fields.Method("_usage", metadata={"description": "tokens used by the run's model calls"})
 
-    def _usage(self, run: RunRow) -> dict[str, int]:
+    def _usage(self, run: Run) -> dict[str, int]:
         return {"input_tokens": run.input_tokens, "output_tokens": run.output_tokens}
 
 
@@ -94,16 +93,16 @@ class EventArgs(ma.Schema):
     after = fields.Integer(load_default=None, validate=validate.Range(min=0, max=sse.MAX_SEQ))
 
 
-RunList = list_of(Run, "RunList")
+RunList = list_of(RunSchema, "RunList")
 MessageList = list_of(MessageOut, "MessageList")
 
 
 @blp.route("/runs", methods=["POST"])
 @blp.problems(404)
 @blp.arguments(RunCreate)
-@blp.response(202, Run)
+@blp.response(202, RunSchema)
 @audited("run.create", "run")
-def create_run(body: dict[str, Any]) -> RunRow:
+def create_run(body: dict[str, Any]) -> Run:
     """Start a run of an agent; it is queued and a worker picks it up."""
     messages = service.input_messages(body.get("input"), body.get("messages"))
     run = service.create_run(services().runtime, principal(), body["agent_id"], messages, trace_id())
@@ -114,24 +113,24 @@ def create_run(body: dict[str, Any]) -> RunRow:
 @blp.route("/runs", methods=["GET"])
 @blp.arguments(RunListArgs, location="query")
 @blp.response(200, RunList)
-def list_runs(args: dict[str, Any]) -> Page[RunRow]:
+def list_runs(args: dict[str, Any]) -> Page[Run]:
     """Runs visible to the caller (a member sees their own), newest first."""
     return service.list_runs(services().runtime, principal(), page_request(args), args["state"])
 
 
 @blp.route("/runs/<uuid:run_id>", methods=["GET"])
 @blp.problems(404)
-@blp.response(200, Run)
-def get_run(run_id: uuid.UUID) -> RunRow:
+@blp.response(200, RunSchema)
+def get_run(run_id: uuid.UUID) -> Run:
     """One run."""
     return service.get_run(services().runtime, principal(), run_id)
 
 
 @blp.route("/runs/<uuid:run_id>/cancel", methods=["POST"])
 @blp.problems(404, 409)
-@blp.response(200, Run)
+@blp.response(200, RunSchema)
 @audited("run.cancel", "run", target_arg="run_id")
-def cancel_run(run_id: uuid.UUID) -> RunRow:
+def cancel_run(run_id: uuid.UUID) -> Run:
     """Cancel a queued, running or awaiting_approval run (its creator, owner, admin); 409 once it has finished."""
     return service.cancel_run(services().runtime, principal(), run_id)
 

@@ -29,6 +29,7 @@ from datetime import timedelta
 from typing import Any
 
 from hango.agent.paths import PathError, is_under, normalize_path
+from hango.agent.state import OnExpiry
 from hango.kernel.canonical import canonical_json
 from hango.kernel.config import parse_duration, spelt_duration
 from hango.kernel.errors import FieldError, InvalidInput
@@ -67,7 +68,7 @@ class InterruptRule:
     # Its calls' deadline (None: ``HANGO_APPROVAL_TTL``) and what the deadline does, as the rule says it (None:
     # fail the run).
     ttl: timedelta | None = None
-    on_expiry: Any = None
+    on_expiry: OnExpiry = None
     # Why its calls wait, in the rule's own words (None: it gives none), shown to their reviewers.
     description: str | None = None
 

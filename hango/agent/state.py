@@ -6,11 +6,19 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from hango.agent.messages import Message, ToolCall, Usage
 from hango.kernel.canonical import canonical_json
 from hango.kernel.errors import HangoError
+from hango.kernel.models import Execution, ExpiryAction
+
+# What a decision does to its call: a human's approve, edit, reject or respond, or expire (its deadline passed and its
+# rule rejects it).
+DecisionKind = Literal["approve", "edit", "reject", "respond", "expire"]
+# What a rule's deadline does: fail the run, reject the call, or hand it to other reviewers with a second deadline
+# (``{"escalate": {...}, "ttl": "..."}``); ``None`` fails the run.
+OnExpiry = ExpiryAction | Mapping[str, Any] | None
 
 STATE_VERSION = 1
 # The persisted layout (``runs.state_json`` / ``subagent_calls.state_json``), compatible since version 1 so runs
@@ -32,14 +40,14 @@ class StateVersionError(HangoError):
 class Decision:
     """A human's decision on one suspended call, as the human-in-the-loop middleware applies it."""
 
-    kind: str  # approve, edit, reject, respond, or expire (its deadline passed and its rule rejects it)
+    kind: DecisionKind
     approval_id: str
     args: dict[str, Any] | None = None
     message: str = ""
     decided_by: str | None = None
     # Where the approved call stood when the loop loaded the decision (``pending_approvals.execution``):
     # ``executing`` means a worker died while it ran.
-    execution: str = "not_started"
+    execution: Execution = "not_started"
 
     def changes_arguments(self, original: Any) -> bool:
         """Whether this decision runs the call with other arguments than ``original`` (the model's)."""
@@ -192,7 +200,7 @@ class PendingCall:
     granted: StandingApproval | None = None
     # The rule's deadline for the call (None: ``HANGO_APPROVAL_TTL``) and what it does (None: fail the run).
     ttl: timedelta | None = None
-    on_expiry: Any = None
+    on_expiry: OnExpiry = None
     # Why it waits, from its rule (None: the rule gives no description).
     description: str | None = None
 

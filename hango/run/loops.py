@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry.trace import Span, SpanContext
 from sqlalchemy.orm import Session
@@ -21,10 +21,20 @@ from hango.agent.messages import Message
 from hango.agent.middleware.hitl import load_decisions, require_decisions_applied
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.factory import build_model
-from hango.agent.state import AwaitingApproval, Decision, Done, Failed, LoopState, Outcome, holds_batch, load_state
+from hango.agent.state import (
+    AwaitingApproval,
+    Decision,
+    DecisionKind,
+    Done,
+    Failed,
+    LoopState,
+    Outcome,
+    holds_batch,
+    load_state,
+)
 from hango.agent.tools.base import ToolLimits
 from hango.agent.tools.task import RUNNER_KEY
-from hango.kernel.models import PendingApproval, Run
+from hango.kernel.models import Execution, PendingApproval, Run
 from hango.kernel.telemetry import resumed_links, tracer
 from hango.platform.runtime import Runtime
 from hango.run.persistence import RunPersistence
@@ -38,13 +48,15 @@ from hango.store.messages import child_history, run_history
 def decision_of(row: PendingApproval) -> Decision:
     """The decision of an approval row, as the HITL middleware applies it: an approval its deadline rejected is an
     ``expire``."""
+    # The columns hold only these values (the table's CHECK constraints).
+    kind = "expire" if row.state == "expired" else cast(DecisionKind, row.decision)
     return Decision(
-        kind="expire" if row.state == "expired" else row.decision,
+        kind=kind,
         approval_id=str(row.id),
         args=row.decision_args,
         message=row.decision_message,
         decided_by=str(row.decided_by) if row.decided_by else None,
-        execution=row.execution,
+        execution=cast(Execution, row.execution),
     )
 
 

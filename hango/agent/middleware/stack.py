@@ -13,6 +13,7 @@ from hango.agent.middleware.memory import Memory
 from hango.agent.middleware.metrics import Metrics
 from hango.agent.middleware.repair import RepairToolCalls
 from hango.agent.middleware.tracing import Tracing
+from hango.agent.tools.task import TASK_TOOL_NAME
 
 # The order matters and a test pins it. Tracing is outermost so its spans cover every inner layer. Repair's
 # before_run comes next so every later hook sees a valid history. Memory
@@ -20,7 +21,6 @@ from hango.agent.middleware.tracing import Tracing
 # innermost guard: no decision, not even an approval, can run a tool the agent is not allowed. In the plan phase
 # the HITL middleware asks the inner layers first and never suspends a call they would refuse anyway. Metrics sits
 # inside the guards, so it times only what the model and the tools themselves take.
-TASK_TOOL = "task"
 SLOTS: tuple[str, ...] = (
     "tracing",
     "repair_tool_calls",
@@ -49,7 +49,7 @@ def default_middlewares(
     """
     slots: dict[str, Middleware | None] = {
         "tracing": Tracing(dict(model or {})),
-        "repair_tool_calls": RepairToolCalls(resumable=[TASK_TOOL]),
+        "repair_tool_calls": RepairToolCalls(resumable=[TASK_TOOL_NAME]),
         "memory": Memory(),
         "human_in_the_loop": HumanInTheLoop(compile_rules(interrupt_on), interrupts=interrupts),
         "tool_allowlist": ToolAllowlist(tools),

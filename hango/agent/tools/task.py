@@ -25,8 +25,9 @@ def _task(context: ToolContext, args: dict[str, Any]) -> str:
     return runner(context.tool_call_id, args["subagent_type"], args["description"])
 
 
+TASK_TOOL_NAME = "task"
 TASK_TOOL = Tool(
-    name="task",
+    name=TASK_TOOL_NAME,
     description=(
         "Delegate a self-contained piece of work to a subagent and get its final answer back. "
         f"subagent_type is one of the agent's declared subagents, or '{GENERAL_PURPOSE}' (same tools and prompt "
