@@ -14,6 +14,7 @@ from hango.agent.interrupts import REVIEWER_ROLES
 from hango.api import sse
 from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
+from hango.api.decision_requests import DecisionsSchema, read_request
 from hango.api.parsing import Blueprint, request_json
 from hango.api.runs import RunSchema
 from hango.api.schemas import PROBLEM_CONTENT_TYPE, ListArgs, NoQuery, Problem, list_of, page_request
@@ -21,7 +22,7 @@ from hango.kernel.errors import InvalidInput
 from hango.kernel.models import APPROVAL_STATES, EXECUTIONS, VOTES
 from hango.kernel.pagination import Page
 from hango.services import approvals, reviewing
-from hango.services.approval_requests import DecisionsSchema
+from hango.services.approvals.commands import Request
 from hango.services.previews import Preview
 from hango.store.approvals import approval_json
 from hango.streams.live import open_approval_stream
@@ -128,13 +129,14 @@ def _page(page: Page[Any]) -> dict[str, Any]:
     return {"items": [approval_json(row, ttl) for row in page.items], "next_cursor": page.next_cursor}
 
 
-def _body() -> Any:
-    # Parsed here, judged by the service: a malformed body is a 400 only after the 404 and 403 checks.
+def _command() -> Request:
+    """The request's command, built here; a malformed body is a command too, and the service judges it a 400
+    only after the 404 and 403 checks."""
     try:
         body = request_json(request)
     except InvalidInput as error:
-        return error
-    return None if body is missing else body
+        return read_request(error)
+    return read_request(None if body is missing else body)
 
 
 @blp.route("/runs/<uuid:run_id>/approvals", methods=["POST"])
@@ -159,7 +161,7 @@ def decide(run_id: uuid.UUID) -> dict[str, Any]:
     """Decide every pending call of a suspended run (owner, admin; never a member, the run's creator included)."""
     # The service writes this request's audit rows, refusals included, in its own transaction (a run the caller
     # cannot see is the exception: the audit hook writes its row).
-    decided = approvals.decide(services().runtime, principal(), run_id, _body(), trace_id())
+    decided = approvals.decide(services().runtime, principal(), run_id, _command(), trace_id())
     audit_written()
     ttl = services().settings.approval_ttl
     items = [

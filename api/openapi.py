@@ -21,13 +21,13 @@ from marshmallow import fields
 
 from hango.agent.config import AgentConfig, ModelConfig, SubagentConfig
 from hango.agent.interrupts import EXPIRY_ACTIONS, MATCHERS, MAX_APPROVALS_REQUIRED, QUORUM_DECISIONS, REVIEWER_ROLES
+from hango.api.decision_requests import DecisionSchema, RememberSchema
 from hango.api.grants import GrantCreate
 from hango.api.patterns import NOT_BLANK, duration_pattern
 from hango.api.runs import RunCreate
 from hango.api.webhooks import WebhookCreate
 from hango.kernel.config import Settings, spelt_duration
 from hango.kernel.models import DECISIONS
-from hango.services.approval_requests import DecisionSchema, RememberSchema
 
 JsonSchema = dict[str, Any]
 DESCRIPTION = (

@@ -20,6 +20,7 @@ from hango.agent.messages import user_message
 from hango.agent.middleware.hitl import UnappliedDecisions, require_decisions_applied
 from hango.agent.middleware.stack import default_chain
 from hango.agent.state import Decision, LoopState
+from hango.api.decision_requests import read_request
 from hango.kernel.auth import Principal
 from hango.kernel.config import Settings
 from hango.kernel.models import Run
@@ -69,7 +70,7 @@ def test_a_run_resumed_with_interrupts_off_applies_its_stored_decisions(
     # Interrupts on (the session's settings): the call waits for a human, in this process, on this queue.
     assert execute_run(runtime, run.id) == "suspended"
     body = {"decisions": [{"tool_call_id": "first", **decision}]}
-    assert approvals.decide(runtime, owner, run.id, body).run.state == "queued"
+    assert approvals.decide(runtime, owner, run.id, read_request(body)).run.state == "queued"
 
     with worker(own.replace(interrupts_enabled=False), concurrency=1, beat=False, name="interrupts-off"):
         state = wait_until(lambda: _run_state(db, run.id), timeout=60)

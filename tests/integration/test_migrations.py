@@ -12,6 +12,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 
+from hango.api.decision_requests import read_request
 from hango.kernel.config import Settings
 from hango.kernel.models import Base
 from hango.platform.db import engine_url
@@ -171,7 +172,7 @@ def test_the_approvals_migration_downgrade_fails_suspended_and_decided_runs_firs
     assert execute_run(runtime, waiting.id) == "suspended"
     assert execute_run(runtime, decided.id) == "suspended"
     body = {"decisions": [{"tool_call_id": "w", "decision": "reject", "message": "no"}]}
-    assert approvals.decide(runtime, owner, decided.id, body).run.state == "queued"
+    assert approvals.decide(runtime, owner, decided.id, read_request(body)).run.state == "queued"
     db.dispose()
 
     migrate.downgrade(empty_database, "0001")

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, select
 
+from hango.api.decision_requests import read_request
 from hango.kernel.auth import Principal
 from hango.kernel.config import Settings
 from hango.kernel.errors import FieldError, Forbidden, InvalidInput, NotAwaitingApproval, NotFound, PartialDecision
@@ -26,7 +27,6 @@ from hango.kernel.pagination import PageRequest
 from hango.platform.db import Database
 from hango.platform.runtime import Runtime
 from hango.services import approvals, tenancy
-from hango.services.approval_requests import read_request
 
 # Well inside the approval TTL, so no sweeper expires these runs while a test decides them.
 CREATED = datetime.now(UTC) - timedelta(hours=1)
@@ -145,7 +145,7 @@ def _audit(db: Database, run: Suspended) -> list[AuditEvent]:
 def _refused(runtime: Runtime, db: Database, run: Suspended, body: Any, error: type[Exception]) -> Any:
     """Decide, expect ``error``, and check that nothing at all was stored."""
     with pytest.raises(error) as raised:
-        approvals.decide(runtime, run.owner, run.run.id, body)
+        approvals.decide(runtime, run.owner, run.run.id, read_request(body))
     assert {call_id: row.state for call_id, row in _rows(db, run.run).items()} == dict.fromkeys(run.rows, "pending")
     assert _run(db, run.run).state == run.run.state
     assert _events(db, run.run) == []
@@ -169,7 +169,7 @@ def test_a_complete_set_of_decisions_is_stored_emitted_audited_and_queues_the_ru
     }
     before = datetime.now(UTC)
     with caplog.at_level(logging.INFO, logger="hango.services.approvals"):
-        decided = approvals.decide(runtime, run.admin, run.run.id, body, trace_id="t" * 32)
+        decided = approvals.decide(runtime, run.admin, run.run.id, read_request(body), trace_id="t" * 32)
     after = datetime.now(UTC)
 
     assert decided.run.id == run.run.id
@@ -248,7 +248,7 @@ def test_an_edit_that_keeps_the_arguments_is_audited_as_unchanged(runtime: Runti
     # PostgreSQL gives the stored arguments back in jsonb's key order (content first): the same JSON all the same.
     same = {"file_path": MEMORY["file_path"], "content": MEMORY["content"]}
     body = {"decisions": [{"tool_call_id": "w", "decision": "edit", "args": same}]}
-    approvals.decide(runtime, run.owner, run.run.id, body)
+    approvals.decide(runtime, run.owner, run.run.id, read_request(body))
     [row] = _audit(db, run)
     assert row.detail["args_changed"] is False
     assert row.actor_id == run.owner.user_id
@@ -257,10 +257,15 @@ def test_an_edit_that_keeps_the_arguments_is_audited_as_unchanged(runtime: Runti
 
 def test_a_second_decision_finds_the_run_queued_and_stores_nothing(runtime: Runtime, db: Database, make: Any) -> None:
     run = make(_write("w"))
-    approvals.decide(runtime, run.owner, run.run.id, {"decisions": [{"tool_call_id": "w", "decision": "approve"}]})
+    approvals.decide(
+        runtime, run.owner, run.run.id, read_request({"decisions": [{"tool_call_id": "w", "decision": "approve"}]})
+    )
     with pytest.raises(NotAwaitingApproval, match=f"run {run.run.id} is queued, not awaiting approval"):
         approvals.decide(
-            runtime, run.admin, run.run.id, {"decisions": [{"tool_call_id": "w", "decision": "reject", "message": "x"}]}
+            runtime,
+            run.admin,
+            run.run.id,
+            read_request({"decisions": [{"tool_call_id": "w", "decision": "reject", "message": "x"}]}),
         )
     assert _rows(db, run.run)["w"].decision == "approve"
     assert len([row for row in _audit(db, run) if row.outcome == "success"]) == 1
@@ -270,21 +275,23 @@ def test_a_second_decision_finds_the_run_queued_and_stores_nothing(runtime: Runt
 def test_a_member_never_decides_not_even_on_their_own_run(runtime: Runtime, db: Database, make: Any) -> None:
     run = make(_write("w"))
     with pytest.raises(Forbidden) as raised:
-        approvals.decide(runtime, run.member, run.run.id, {"decisions": [{"tool_call_id": "w", "decision": "approve"}]})
+        approvals.decide(
+            runtime, run.member, run.run.id, read_request({"decisions": [{"tool_call_id": "w", "decision": "approve"}]})
+        )
     assert str(raised.value) == (
         "only an owner or admin may decide approvals; a member never may, not even for their own run"
     )
     assert _rows(db, run.run)["w"].state == "pending"
     # The 403 comes before the body is looked at.
     with pytest.raises(Forbidden):
-        approvals.decide(runtime, run.member, run.run.id, None)
+        approvals.decide(runtime, run.member, run.run.id, read_request(None))
 
 
 def test_another_tenants_run_is_not_found_before_anything_else(runtime: Runtime, db: Database, make: Any) -> None:
     run, other = make(_write("w")), make(_write("w"))
     for principal in (other.owner, other.member):
         with pytest.raises(NotFound):
-            approvals.decide(runtime, principal, run.run.id, None)
+            approvals.decide(runtime, principal, run.run.id, read_request(None))
     assert _rows(db, run.run)["w"].state == "pending"
 
 
@@ -443,7 +450,10 @@ def test_an_edit_under_a_rule_without_when_may_go_anywhere_the_schema_allows(
         session.get(Run, run.run.id).agent_snapshot = {"interrupt_on": {"edit_file": True}}  # type: ignore[union-attr]
     args = {"file_path": "/b", "old_string": "x", "new_string": "z"}
     approvals.decide(
-        runtime, run.owner, run.run.id, {"decisions": [{"tool_call_id": "w", "decision": "edit", "args": args}]}
+        runtime,
+        run.owner,
+        run.run.id,
+        read_request({"decisions": [{"tool_call_id": "w", "decision": "edit", "args": args}]}),
     )
     assert _rows(db, run.run)["w"].decision_args == args
 
@@ -471,10 +481,12 @@ def test_an_approval_already_closed_refuses_the_request(runtime: Runtime, db: Da
         session.get(PendingApproval, run.rows["b"].id).state = "expired"  # type: ignore[union-attr]
     body = {"decisions": [{"tool_call_id": "a", "decision": "approve"}, {"tool_call_id": "b", "decision": "approve"}]}
     with pytest.raises(NotAwaitingApproval, match=f"approval {run.rows['b'].id} is already expired"):
-        approvals.decide(runtime, run.owner, run.run.id, body)
+        approvals.decide(runtime, run.owner, run.run.id, read_request(body))
     assert _rows(db, run.run)["a"].state == "pending"
     # Deciding only the still pending call is complete: the expired one needs no decision.
-    approvals.decide(runtime, run.owner, run.run.id, {"decisions": [{"tool_call_id": "a", "decision": "approve"}]})
+    approvals.decide(
+        runtime, run.owner, run.run.id, read_request({"decisions": [{"tool_call_id": "a", "decision": "approve"}]})
+    )
     assert _run(db, run.run).state == "queued"
 
 
@@ -550,11 +562,15 @@ def test_a_refused_request_is_audited_as_denied_or_as_an_error_naming_the_refusa
     run = make(_write("w"))
     with pytest.raises(Forbidden) as denied:
         approvals.decide(
-            runtime, run.member, run.run.id, {"decisions": [{"tool_call_id": "w", "decision": "approve"}]}, "t1"
+            runtime,
+            run.member,
+            run.run.id,
+            read_request({"decisions": [{"tool_call_id": "w", "decision": "approve"}]}),
+            "t1",
         )
     unknown = {"decisions": [{"tool_call_id": "nope", "decision": "approve"}]}
     with pytest.raises(InvalidInput) as invalid:
-        approvals.decide(runtime, run.owner, run.run.id, unknown, "t2")
+        approvals.decide(runtime, run.owner, run.run.id, read_request(unknown), "t2")
     # The rows are written: the edge must not audit these refusals a second time.
     assert denied.value.audited is True
     assert invalid.value.audited is True

@@ -24,6 +24,7 @@ from sqlalchemy import select
 
 from hango.agent.messages import user_message
 from hango.api import create_app
+from hango.api.decision_requests import read_request
 from hango.kernel.auth import Principal
 from hango.kernel.config import Settings
 from hango.kernel.logs import JsonFormatter
@@ -131,7 +132,7 @@ def test_a_suspension_ends_the_trace_and_the_resume_links_a_new_one(db: Database
     }
     audit_trace = uuid.uuid4().hex
     with _json_log("hango.services.approvals") as lines:
-        approvals.decide(runtime, owner, run_id, body, audit_trace)
+        approvals.decide(runtime, owner, run_id, read_request(body), audit_trace)
     # Outside any span (tracing off, or no request), the decision's line still names its audit row's trace.
     [logged] = [line for line in lines if line["message"] == "approval decided"]
     assert logged["trace_id"] == audit_trace

@@ -1,20 +1,14 @@
-"""A decision request, read once into a typed command with one identity for every call it names.
+"""The body of ``POST /v1/runs/{id}/approvals``, read once at the edge into the decision service's command
+(:mod:`hango.services.approvals.commands`): its schemas, and the reading.
 
-The body of ``POST /v1/runs/{id}/approvals`` names each call by ``approval_id`` (a UUID in any spelling: upper
-case, braces, ``urn:uuid:``, without hyphens) or by ``tool_call_id`` (a string, compared exactly). Both are parsed
-here, once, into a :class:`CallRef` whose ``approval_id`` is a :class:`uuid.UUID`; every later check — who may
-decide, quorum votes, self-approval, digests, completeness, the audit rows — compares those values and never a
-request string. Two spellings of one id are how a request would slip between two checks that each looked right.
-
-A malformed body is a command too (:attr:`DecisionRequest.invalid`), still carrying the calls it names as far as
-they can be read: the service answers 404 and 403 before it says how the body is malformed, and a caller who may
-not decide a call learns that first.
+A body that does not load is a :class:`~hango.services.approvals.commands.Malformed` command, which still carries
+the calls the body names, read leniently: the service answers 404 and 403 before it says how the body is
+malformed, and a caller who may not decide a call learns that first.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import marshmallow as ma
@@ -23,8 +17,15 @@ from marshmallow import ValidationError, fields, validate, validates_schema
 from hango.kernel.errors import InvalidInput
 from hango.kernel.models import DECISIONS
 from hango.kernel.validation import field_errors
-
-NEEDS_MESSAGE = ("reject", "respond")
+from hango.services.approvals.commands import (
+    NEEDS_MESSAGE,
+    CallRef,
+    DecisionCommand,
+    DecisionRequest,
+    Malformed,
+    NamedCall,
+    Remember,
+)
 
 
 class RememberSchema(ma.Schema):
@@ -94,67 +95,17 @@ class DecisionsSchema(ma.Schema):
 _DECISIONS = DecisionsSchema()  # loading is stateless: one instance serves every request
 
 
-@dataclass(frozen=True)
-class CallRef:
-    """How a decision names its call: the approval's id as a UUID, the call's id as given, or both."""
-
-    approval_id: uuid.UUID | None = None
-    tool_call_id: str | None = None
-
-
-@dataclass(frozen=True)
-class NamedCall:
-    """A call a body names, read leniently (for the reviewers check and the audit rows): how it is named, and the
-    decision asked for it when that is one of the four (with its ``args``, for an edit)."""
-
-    ref: CallRef
-    decision: str | None = None
-    args: Any = None
-
-
-@dataclass(frozen=True)
-class Remember:
-    """``remember`` on an approve: a grant for ``ttl``; ``when`` None covers every call of the tool, and an
-    omitted ``when`` (``exact``) exactly the call approved."""
-
-    ttl: str
-    when: dict[str, Any] | None = None
-    exact: bool = True
-
-
-@dataclass(frozen=True)
-class DecisionCommand:
-    """One decision, valid as far as the body alone can tell."""
-
-    ref: CallRef
-    kind: str
-    args: dict[str, Any] | None = None
-    message: str = ""
-    arguments_sha256: str | None = None
-    remember: Remember | None = None
-
-
-@dataclass(frozen=True)
-class DecisionRequest:
-    """A decision request: the calls it names (always, as far as they can be read) and its decisions (when the
-    body is valid; otherwise ``invalid`` says why)."""
-
-    named: tuple[NamedCall, ...]
-    decisions: tuple[DecisionCommand, ...] = ()
-    invalid: InvalidInput | None = None
-
-
-def read_request(body: Any) -> DecisionRequest:
+def read_request(body: Any) -> DecisionRequest | Malformed:
     """The command of a request body (``InvalidInput``: the edge could not decode it; None: no body)."""
     if isinstance(body, InvalidInput):
-        return DecisionRequest((), invalid=body)
+        return Malformed((), body)
     named = named_calls(body)
     try:
         loaded: dict[str, Any] = _DECISIONS.load(body if body is not None else {})
     except ValidationError as exc:
         errors = field_errors(exc.normalized_messages())  # type: ignore[no-untyped-call]
         detail = "; ".join(f"{e.field}: {e.message}" for e in errors[:5])
-        return DecisionRequest(named, invalid=InvalidInput(detail, errors))
+        return Malformed(named, InvalidInput(detail, errors))
     return DecisionRequest(named, tuple(_command(item) for item in loaded["decisions"]))
 
 
