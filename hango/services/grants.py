@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -36,6 +36,7 @@ from hango.services.approval_policy import is_reviewer
 from hango.services.tenancy import require_manager
 from hango.store import agents as agent_store
 from hango.store import grants as store
+from hango.store.audit import AuditRecord, insert_audit_events
 from hango.store.grants import GrantFilter
 from hango.store.tenants import allows_self_approval
 
@@ -245,6 +246,39 @@ def add_grant(
         expires_at=now + parse_duration(spec.ttl),
     )
     return store.add(session, grant)
+
+
+def remember(
+    session: Session,
+    settings: Settings,
+    principal: Principal,
+    asked: Sequence[tuple[uuid.UUID, GrantSpec]],
+    judged_by: Mapping[str, Any],
+    trace_id: str | None,
+) -> dict[uuid.UUID, uuid.UUID]:
+    """The grants a decision's ``remember``s ask for, by the approval that asked: each created as :func:`add_grant`
+    creates one, judged by ``judged_by`` (the deciding run's rules, under which the caller has just decided the
+    call, so it applies at least there), and audited ``grant.create`` with that approval's id, in the caller's
+    transaction. Whether a grant applies to a later call is judged then, by that call's rule and its creator's
+    role."""
+    now = datetime.now(UTC)
+    created = {
+        approval_id: add_grant(session, settings, principal, spec, now, judged_by=judged_by)
+        for approval_id, spec in asked
+    }
+    records = [
+        AuditRecord.by_user(
+            principal,
+            "grant.create",
+            ("grant", str(grant.id)),
+            "success",
+            {**audit_detail(grant), "approval_id": str(approval_id)},
+            trace_id,
+        )
+        for approval_id, grant in created.items()
+    ]
+    insert_audit_events(session, records)
+    return {approval_id: grant.id for approval_id, grant in created.items()}
 
 
 def audit_detail(grant: Grant) -> dict[str, Any]:

@@ -47,6 +47,8 @@ def check_reviewers(principal: Principal, rows: list[PendingApproval], named: Se
 
 
 def resolve(decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval]) -> list[PendingApproval]:
+    """The approval each decision names, in order; a 400 naming each reference that names none of the run's, names
+    two different calls, or names a call a second time."""
     by_id = {row.id: row for row in rows}
     by_call = {row.tool_call_id: row for row in rows}
     chosen: list[PendingApproval] = []
@@ -156,6 +158,8 @@ def remembered_when(tools: ToolRegistry, remember: Remember, row: PendingApprova
 
 
 def check_complete(principal: Principal, run: Run, rows: list[PendingApproval], chosen: list[PendingApproval]) -> None:
+    """Refuse a request the run has moved past (409), a call already decided or a second vote on a quorum call,
+    and a request that leaves a call waiting on the caller undecided (a partial decision)."""
     # The row lock is held: the state read here is the one the transition will find.
     if run.state != "awaiting_approval":
         raise NotAwaitingApproval(f"run {run.id} is {run.state}, not awaiting approval")

@@ -29,21 +29,21 @@ from sqlalchemy.orm import Session
 from hango.agent.interrupts import compile_rules, loop_interrupt_config
 from hango.kernel.auth import Principal
 from hango.kernel.errors import Forbidden, HangoError
-from hango.kernel.models import Grant, PendingApproval, Run
+from hango.kernel.models import PendingApproval, Run
 from hango.kernel.pagination import Page, PageRequest
 from hango.kernel.telemetry import link_decision
 from hango.platform.runtime import Runtime
 from hango.platform.work import Work, unit_of_work
 from hango.run import transitions
 from hango.services import approval_policy as policy
+from hango.services import grants
 from hango.services.approvals import audit, checks
 from hango.services.approvals.commands import DecisionCommand, Malformed, Request
-from hango.services.grants import GrantSpec, add_grant, check_quota
-from hango.services.grants import audit_detail as grant_audit_detail
+from hango.services.grants import GrantSpec, check_quota
 from hango.store import approvals as store
 from hango.store import subagent_calls as subagent_store
 from hango.store import tenants as tenant_store
-from hango.store.audit import AuditRecord, insert_audit_events
+from hango.store.audit import insert_audit_events
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,10 @@ def decide(
         else:
             refused = None
             _store_decisions(work, principal, run, rows, decisions, chosen, trace_id)
-            granted = _store_remembered(runtime, work.session, principal, run, remembered, trace_id)
+            # One call into the grants service, which creates and audits what the decisions remember.
+            granted = grants.remember(
+                work.session, runtime.settings, principal, remembered, run.agent_snapshot, trace_id
+            )
     if refused is not None:
         raise refused
     link_decision(suspended, str(run.id), len(chosen), str(principal.user_id))
@@ -209,8 +212,8 @@ def _remembered(
     run: Run,
     decisions: tuple[DecisionCommand, ...],
     rows: list[PendingApproval],
-) -> list[tuple[PendingApproval, GrantSpec]]:
-    """The grants the decisions ask to remember, by approval: the run's agent, the call's tool, the checked
+) -> list[tuple[uuid.UUID, GrantSpec]]:
+    """The grants the decisions ask to remember, by approval id: the run's agent, the call's tool, the checked
     ``when`` (by default exactly the call, every argument pinned), any run. A 409 if they would pass the tenant's
     limit."""
     remembered = []
@@ -219,43 +222,10 @@ def _remembered(
         if remember is not None:
             when = checks.remembered_when(runtime.tools, remember, row)
             spec = GrantSpec(run.agent_id, row.tool_name, remember.ttl, when, exact=remember.exact)
-            remembered.append((row, spec))
+            remembered.append((row.id, spec))
     if remembered:
         check_quota(session, runtime.settings, principal.tenant_id, datetime.now(UTC), len(remembered))
     return remembered
-
-
-def _store_remembered(
-    runtime: Runtime,
-    session: Session,
-    principal: Principal,
-    run: Run,
-    remembered: list[tuple[PendingApproval, GrantSpec]],
-    trace_id: str | None,
-) -> dict[uuid.UUID, uuid.UUID]:
-    """Create the remembered grants, each audited ``grant.create`` with the approval that asked for it.
-
-    Each is judged by the run's rules, under which the caller has just decided the call (so it applies at least
-    there); whether it applies to a later call is judged then, by that call's rule and its creator's role.
-    """
-    now = datetime.now(UTC)
-    created: dict[uuid.UUID, Grant] = {
-        row.id: add_grant(session, runtime.settings, principal, spec, now, judged_by=run.agent_snapshot)
-        for row, spec in remembered
-    }
-    records = [
-        AuditRecord.by_user(
-            principal,
-            "grant.create",
-            ("grant", str(grant.id)),
-            "success",
-            {**grant_audit_detail(grant), "approval_id": str(approval_id)},
-            trace_id,
-        )
-        for approval_id, grant in created.items()
-    ]
-    insert_audit_events(session, records)
-    return {approval_id: grant.id for approval_id, grant in created.items()}
 
 
 def list_for_run(
