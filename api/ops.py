@@ -14,8 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from hango.api.auth import bearer_token
 from hango.api.context import services
-from hango.api.outages import retry_after
-from hango.api.problems import problem
+from hango.api.outages import unavailable
 from hango.kernel.errors import Unauthorized
 
 blp = Blueprint("ops", __name__)
@@ -34,11 +33,7 @@ def readyz() -> Response | dict[str, Any]:
     if all(result == "ok" for result in checks.values()):
         return {"status": "ready", "checks": checks}
     failing = ", ".join(name for name, result in checks.items() if result != "ok")
-    response = problem(
-        503, "Service unavailable", f"not ready: {failing} unreachable", kind="unavailable", checks=checks
-    )
-    response.headers["Retry-After"] = str(retry_after())
-    return response
+    return unavailable(f"not ready: {failing} unreachable", checks)
 
 
 def _check_database() -> str:

@@ -20,7 +20,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from hango.api.context import services
-from hango.api.problems import internal_problem, problem
+from hango.api.problems import domain_problem, internal_problem
+from hango.kernel.errors import Unavailable
 from hango.platform.db import is_transient
 
 log = logging.getLogger(__name__)
@@ -31,17 +32,9 @@ _READS = ("GET", "HEAD")
 _REDIS_OUTAGES = (RedisConnectionError, RedisTimeoutError, ReadOnlyError)
 
 
-def unavailable(dependency: str, **extra: Any) -> Response:
+def unavailable(detail: str, checks: dict[str, str] | None = None) -> Response:
     """The 503 problem of a dependency that cannot be reached now, with ``Retry-After``."""
-    response = problem(
-        503,
-        "Service unavailable",
-        f"the {dependency} cannot be reached right now; try again later",
-        kind="unavailable",
-        **extra,
-    )
-    response.headers["Retry-After"] = str(retry_after())
-    return response
+    return domain_problem(Unavailable(detail, retry_after(), checks))
 
 
 def retry_after() -> int:
@@ -56,14 +49,14 @@ def _database_error(error: SQLAlchemyError) -> Response:
     if lost and request.method in _READS and not request.environ.get(_RETRIED):
         request.environ[_RETRY] = True
     log.warning("the database is unavailable: %s", error.__class__.__name__)
-    return unavailable("database")
+    return unavailable("the database cannot be reached right now; try again later")
 
 
 def _redis_error(error: RedisError) -> Response:
     if not isinstance(error, _REDIS_OUTAGES):
         return internal_problem(error)
     log.warning("Redis is unavailable: %s", error.__class__.__name__)
-    return unavailable("broker (Redis)")
+    return unavailable("the broker (Redis) cannot be reached right now; try again later")
 
 
 StartResponse = Callable[..., Any]

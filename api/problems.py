@@ -24,6 +24,7 @@ from hango.kernel.errors import (
     StreamCapacityFull,
     TooManyStreams,
     Unauthorized,
+    Unavailable,
 )
 
 PROBLEM = "urn:hango:problem:"
@@ -51,6 +52,7 @@ _DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
     (Conflict, 409, "Conflict"),
     (TooManyStreams, 429, "Too many streams"),
     (StreamCapacityFull, 503, "Stream capacity full"),
+    (Unavailable, 503, "Service unavailable"),
 ]
 
 
@@ -61,6 +63,7 @@ _KINDS: dict[type[HangoError], str] = {
     NotAwaitingApproval: "not-awaiting-approval",
     TooManyStreams: "too-many-streams",
     StreamCapacityFull: "stream-capacity-full",
+    Unavailable: "unavailable",
 }
 
 
@@ -81,7 +84,8 @@ def field_errors(errors: list[FieldError]) -> list[dict[str, str]]:
     return [{"field": error.field, "message": error.message} for error in errors]
 
 
-def _domain_problem(error: HangoError) -> Response:
+def domain_problem(error: HangoError) -> Response:
+    """The problem document of one of hango's own errors (with ``Retry-After`` for a :class:`RetryLater`)."""
     if error.audited:
         audit_written()
     for cls, status, title in _DOMAIN_STATUS:
@@ -91,6 +95,8 @@ def _domain_problem(error: HangoError) -> Response:
                 extra["errors"] = field_errors(error.errors)
             if isinstance(error, PartialDecision):
                 extra["remaining"] = error.remaining
+            if isinstance(error, Unavailable) and error.checks is not None:
+                extra["checks"] = error.checks
             response = problem(status, title, str(error), kind=_kind(error), **extra)
             if isinstance(error, RetryLater):
                 response.headers["Retry-After"] = str(error.retry_after)
@@ -121,6 +127,6 @@ def internal_problem(error: BaseException) -> Response:
 
 def register(app: Flask) -> None:
     """Install the handlers so that every error status answers problem+json, never HTML or a stack trace."""
-    app.register_error_handler(HangoError, _domain_problem)
+    app.register_error_handler(HangoError, domain_problem)
     app.register_error_handler(HTTPException, _http_problem)
     app.register_error_handler(Exception, internal_problem)

@@ -11,11 +11,12 @@ from typing import Any, Literal
 from hango.agent.messages import Message, ToolCall, Usage
 from hango.kernel.canonical import canonical_json
 from hango.kernel.errors import HangoError
+from hango.kernel.models import Decision as HumanDecision
 from hango.kernel.models import Execution, ExpiryAction
 
 # What a decision does to its call: a human's approve, edit, reject or respond, or expire (its deadline passed and its
 # rule rejects it).
-DecisionKind = Literal["approve", "edit", "reject", "respond", "expire"]
+DecisionKind = HumanDecision | Literal["expire"]
 # What a rule's deadline does: fail the run, reject the call, or hand it to other reviewers with a second deadline
 # (``{"escalate": {...}, "ttl": "..."}``); ``None`` fails the run.
 OnExpiry = ExpiryAction | Mapping[str, Any] | None

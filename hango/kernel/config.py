@@ -182,6 +182,8 @@ class SessionTimeouts:
     statement: timedelta
     lock: timedelta
     idle_in_transaction: timedelta
+    # How long a connection may be silent before TCP keepalive probes ask whether the server is still there.
+    keepalive_idle: timedelta
 
 
 class Settings(BaseSettings):
@@ -450,6 +452,7 @@ class Settings(BaseSettings):
             statement=self.db_statement_timeout or 2 * lease,
             lock=self.db_lock_timeout or lease / 2,
             idle_in_transaction=self.db_idle_in_transaction_timeout or self.tool_timeout + lease,
+            keepalive_idle=lease / 2,
         )
 
     def stream_capacity(self) -> int:

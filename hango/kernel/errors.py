@@ -89,5 +89,13 @@ class TooManyStreams(RetryLater):
     """The user already holds as many open event streams as they may (across every API process)."""
 
 
+class Unavailable(RetryLater):
+    """PostgreSQL or Redis cannot be reached right now; ``checks`` says which, where it was asked (``/readyz``)."""
+
+    def __init__(self, detail: str, retry_after: int, checks: dict[str, str] | None = None) -> None:
+        super().__init__(detail, retry_after)
+        self.checks = checks
+
+
 class StreamCapacityFull(RetryLater):
     """This API process serves as many streams as it may while keeping threads free for ordinary requests."""

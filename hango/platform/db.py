@@ -43,7 +43,7 @@ def connect_args(timeouts: SessionTimeouts | None) -> dict[str, Any]:
         "connect_timeout": max(1, round(timeouts.connect.total_seconds())),
         "options": options,
         "keepalives": 1,
-        "keepalives_idle": max(1, round(timeouts.lock.total_seconds())),
+        "keepalives_idle": max(1, round(timeouts.keepalive_idle.total_seconds())),
         "keepalives_interval": 1,
         "keepalives_count": 3,
     }

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from hango.kernel.errors import InvalidInput
+from hango.kernel.models import Decision as DecisionKind
 
-DecisionKind = Literal["approve", "edit", "reject", "respond"]
 NEEDS_MESSAGE = ("reject", "respond")
 
 

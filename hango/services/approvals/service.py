@@ -39,7 +39,7 @@ from hango.services import approval_policy as policy
 from hango.services import grants
 from hango.services.approvals import audit, checks
 from hango.services.approvals.commands import DecisionCommand, Malformed, Request
-from hango.services.grants import GrantSpec, check_quota
+from hango.services.grants import GrantSpec
 from hango.store import approvals as store
 from hango.store import subagent_calls as subagent_store
 from hango.store import tenants as tenant_store
@@ -224,7 +224,7 @@ def _remembered(
             spec = GrantSpec(run.agent_id, row.tool_name, remember.ttl, when, exact=remember.exact)
             remembered.append((row.id, spec))
     if remembered:
-        check_quota(session, runtime.settings, principal.tenant_id, datetime.now(UTC), len(remembered))
+        grants.check_quota(session, runtime.settings, principal.tenant_id, datetime.now(UTC), len(remembered))
     return remembered
 
 
