@@ -94,21 +94,24 @@ def main(base: str, owner_token: str) -> None:
             print(
                 f"  {row['outcome']:7} by {row['actor_id']} on {row['target_kind']} {row['target_id']} {row['detail']}"
             )
-        _leave_one_for_you(base, owner, admin, member)
+        _leave_one_for_you(base, owner, created["id"], admin, member)
 
 
-def _leave_one_for_you(base: str, owner: Client, admin: CreatedUser, member: CreatedUser) -> None:
-    """Pause one more run, an edit of the note just saved, for the newcomer to decide in the inbox."""
-    agent = owner.create_agent(
+def _leave_one_for_you(base: str, owner: Client, agent_id: str, admin: CreatedUser, member: CreatedUser) -> None:
+    """Pause one more run, an edit of the note just saved, for the newcomer to decide in the inbox. The same agent
+    runs it (its memories hold the note), with a script that edits the note; the first run keeps its snapshot."""
+    name = owner.get_agent(agent_id)["name"]
+    owner.replace_agent(
+        agent_id,
         {
-            "name": f"notes-bot-{uuid.uuid4().hex[:6]}",
+            "name": name,
             "system_prompt": "You keep notes.",
             "model": {"provider": "scripted", "script": [{"text": "Updating the note.", "tool_calls": [EDIT]}]},
             "tools": ["read_file", "edit_file"],
-        }
+        },
     )
     with Client(base, member["token"]) as as_member:
-        run = as_member.create_run(agent["id"], "Actually, green tea without sugar.")
+        run = as_member.create_run(agent_id, "Actually, green tea without sugar.")
         deadline = time.monotonic() + 60
         while as_member.get_run(run["id"])["state"] != "awaiting_approval":
             if time.monotonic() > deadline:

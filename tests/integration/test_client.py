@@ -219,6 +219,10 @@ def test_the_quickstart_tour_plays_through_the_client(settings: Settings, base: 
         [waiting] = owner.list_approvals()["items"]  # the run left for the reader, in the inbox's queue
     assert waiting["tool_name"] == "edit_file"
     assert waiting["run_id"] in played.stdout
+    # The edit is of the note the first run saved: approved, it would change that file, not fail on a missing one.
+    with Client(base, tenant.owner.token) as owner:
+        preview = owner.approval_preview(waiting["id"])
+    assert (preview["exists"], preview["error"]) == (True, None), preview
 
 
 def _until(events: Iterator[Event], kind: str) -> list[Event]:
