@@ -133,7 +133,7 @@ def _command() -> Request:
     """The request's command, built here; a malformed body is a command too, and the service judges it a 400
     only after the 404 and 403 checks."""
     try:
-        body = request_json(request)
+        body = request_json(request, services().settings.max_json_depth)
     except InvalidInput as error:
         return read_request(error)
     return read_request(None if body is missing else body)

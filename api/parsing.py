@@ -60,11 +60,11 @@ class Parser(FlaskParser):
         """The body through hango's bounded decoder: a hostile body is a 400 naming ``body``, never a 500."""
         if not is_json_request(req):
             return core.missing
-        return request_json(req)
+        return request_json(req, services().settings.max_json_depth)
 
 
-def request_json(req: Request) -> Any:
-    """The request's JSON body (``missing`` when empty), decoded with the configured depth bound."""
+def request_json(req: Request, max_depth: int) -> Any:
+    """The request's JSON body (``missing`` when empty), decoded with nesting at most ``max_depth`` deep."""
     raw = req.get_data(cache=True)
     limit = req.max_content_length
     # Werkzeug stops reading a body sent without a length (chunked) at the limit, and hands back what it read.
@@ -72,7 +72,7 @@ def request_json(req: Request) -> Any:
         raise RequestEntityTooLarge()
     if not raw:
         return core.missing
-    return load_json(raw, max_depth=services().settings.max_json_depth)
+    return load_json(raw, max_depth=max_depth)
 
 
 class Api(flask_smorest.Api):  # type: ignore[misc]

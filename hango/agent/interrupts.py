@@ -246,6 +246,27 @@ def _is_uuid(value: Any) -> bool:
     return True
 
 
+def is_reviewer(user_id: uuid.UUID, role: str | None, reviewers: Mapping[str, Any] | None) -> bool:
+    """Whether a user with this role in the tenant (None: none) may decide under ``reviewers`` (None: every
+    owner and admin). A member never decides; user ids are compared as UUIDs, whatever their spelling."""
+    if role not in REVIEWER_ROLES:
+        return False
+    if reviewers is None:
+        return True
+    return role in (reviewers.get("roles") or []) or user_id in user_ids(reviewers)
+
+
+def user_ids(reviewers: Mapping[str, Any]) -> set[uuid.UUID]:
+    """The users a ``reviewers`` object names, as UUIDs (a spelling that is not one names nobody)."""
+    named = set()
+    for user in reviewers.get("users") or []:
+        try:
+            named.add(uuid.UUID(str(user)))
+        except ValueError:
+            continue
+    return named
+
+
 def _quorum_errors(rule: Mapping[str, Any], field: str) -> list[FieldError]:
     required = rule["approvals_required"]
     if isinstance(required, bool) or not isinstance(required, int) or not 2 <= required <= MAX_APPROVALS_REQUIRED:

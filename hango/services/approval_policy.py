@@ -9,12 +9,11 @@ Every vote is an ``approval_votes`` row, written under the run's row lock like e
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-from hango.agent.interrupts import REVIEWER_ROLES
+from hango.agent.interrupts import is_reviewer
 from hango.kernel.auth import Principal
 from hango.kernel.models import ApprovalVote, PendingApproval
 
@@ -38,27 +37,6 @@ def may_decide(principal: Principal, row: PendingApproval) -> bool:
     return is_reviewer(principal.user_id, principal.role, row.reviewers)
 
 
-def is_reviewer(user_id: uuid.UUID, role: str | None, reviewers: Mapping[str, Any] | None) -> bool:
-    """Whether a user with this role in the tenant (None: none) may decide under ``reviewers`` (None: every
-    owner and admin). A member never decides; user ids are compared as UUIDs, whatever their spelling."""
-    if role not in REVIEWER_ROLES:
-        return False
-    if reviewers is None:
-        return True
-    return role in (reviewers.get("roles") or []) or user_id in user_ids(reviewers)
-
-
-def user_ids(reviewers: Mapping[str, Any]) -> set[uuid.UUID]:
-    """The users a ``reviewers`` object names, as UUIDs (a spelling that is not one names nobody)."""
-    named = set()
-    for user in reviewers.get("users") or []:
-        try:
-            named.add(uuid.UUID(str(user)))
-        except ValueError:
-            continue
-    return named
-
-
 def has_voted(principal: Principal, row: PendingApproval) -> bool:
     """Whether the caller already voted on this (quorum) approval."""
     return is_quorum(row) and any(vote.user_id == principal.user_id for vote in row.votes)
@@ -67,6 +45,32 @@ def has_voted(principal: Principal, row: PendingApproval) -> bool:
 def awaits(principal: Principal, row: PendingApproval) -> bool:
     """Whether a pending call waits on the caller: theirs to decide, and not yet carrying their vote."""
     return row.state == "pending" and may_decide(principal, row) and not has_voted(principal, row)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where one of a run's approvals stands for the caller: the policy's answers, which the decision's checks read
+    as values."""
+
+    may_decide: bool  # the caller is one of its reviewers
+    quorum: bool  # deciding it takes more than one approval
+    voted: bool  # the caller's vote is already on it
+    awaits: bool  # it is pending and waits on the caller
+    reviewers: str  # who may decide it, for a refusal's detail
+
+
+def standing(principal: Principal, rows: list[PendingApproval]) -> dict[uuid.UUID, Standing]:
+    """Where each approval stands for the caller, by approval id."""
+    return {
+        row.id: Standing(
+            may_decide(principal, row),
+            is_quorum(row),
+            has_voted(principal, row),
+            awaits(principal, row),
+            reviewers_text(row),
+        )
+        for row in rows
+    }
 
 
 def reviewers_text(row: PendingApproval) -> str:
@@ -84,11 +88,7 @@ class Vote:
     row: PendingApproval
     record: ApprovalVote
     tally: Tally
-
-    @property
-    def count(self) -> int:
-        """Votes on the approval with this one."""
-        return len(self.row.votes) + 1
+    count: int  # votes on the approval with this one
 
 
 def cast_vote(principal: Principal, row: PendingApproval, vote: VoteKind, message: str, now: datetime) -> Vote:
@@ -106,4 +106,4 @@ def cast_vote(principal: Principal, row: PendingApproval, vote: VoteKind, messag
     )
     approvals = sum(1 for earlier in row.votes if earlier.vote == "approve") + (vote == "approve")
     tally: Tally = "rejected" if vote == "reject" else "approved" if approvals >= row.approvals_required else "pending"
-    return Vote(row, record, tally)
+    return Vote(row, record, tally, len(row.votes) + 1)

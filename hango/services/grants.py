@@ -13,26 +13,23 @@ in the caller's.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from hango.agent.interrupts import InterruptRule, matcher_errors, rule_sets
+from hango.agent.grant_terms import covers, ttl_errors, when_errors
+from hango.agent.interrupts import InterruptRule, is_reviewer, rule_sets
 from hango.agent.state import GrantLookup
-from hango.agent.tools.base import Tool
 from hango.kernel.auth import Principal
-from hango.kernel.canonical import canonical_json
 from hango.kernel.config import Settings, parse_duration
 from hango.kernel.errors import Conflict, FieldError, InvalidInput
 from hango.kernel.models import Grant
 from hango.kernel.pagination import Page, PageRequest
 from hango.platform.runtime import Runtime
-from hango.services.approval_policy import is_reviewer
 from hango.services.tenancy import require_manager
 from hango.store import agents as agent_store
 from hango.store import grants as store
@@ -47,18 +44,13 @@ __all__ = [
     "add_grant",
     "audit_detail",
     "check_quota",
-    "covers",
     "create",
-    "exact_call",
     "get",
     "is_active",
     "list_grants",
     "live_grant",
     "never_applies",
     "revoke",
-    "ttl_errors",
-    "when_errors",
-    "with_defaults",
 ]
 
 
@@ -73,71 +65,6 @@ class GrantSpec:
     run_id: uuid.UUID | None = None
     # ``when`` pins every argument of one call (``equals`` each, defaults filled in) and no other may be given.
     exact: bool = False
-
-
-# Checks shared by POST /v1/grants and a decision's ``remember``.
-
-
-def ttl_errors(ttl: Any, settings: Settings, field: str = "ttl") -> list[FieldError]:
-    """What is wrong with a grant's ``ttl``: a duration such as ``1h``, above zero, at most
-    ``HANGO_GRANT_MAX_TTL``."""
-    try:
-        duration = parse_duration(ttl) if isinstance(ttl, str) else None
-    except (ValueError, OverflowError):  # past what a timedelta holds: far past the cap anyway
-        duration = None
-    if duration is None:
-        return [FieldError(field, "must be a duration such as 90s, 15m, 1h or 7d")]
-    if duration <= timedelta(0):
-        return [FieldError(field, "must be longer than zero")]
-    if duration > settings.grant_max_ttl:
-        return [FieldError(field, f"must be at most {settings.grant_max_ttl} (HANGO_GRANT_MAX_TTL)")]
-    return []
-
-
-def when_errors(when: Any, settings: Settings, field: str = "when") -> list[FieldError]:
-    """What is wrong with a grant's ``when``: null, or matchers exactly as an interrupt rule's ``when`` takes, of
-    at most ``HANGO_GRANT_MAX_WHEN_BYTES``."""
-    if when is None:
-        return []
-    if not isinstance(when, Mapping) or not when:
-        return [FieldError(field, "must be null or a non-empty object mapping argument names to matchers")]
-    size = len(json.dumps(when, separators=(",", ":"), ensure_ascii=False).encode())
-    if size > settings.grant_max_when_bytes:
-        limit = settings.grant_max_when_bytes
-        return [FieldError(field, f"is {size} bytes of JSON, over {limit} (HANGO_GRANT_MAX_WHEN_BYTES)")]
-    errors: list[FieldError] = []
-    for argument, matcher in when.items():
-        errors += matcher_errors(matcher, f"{field}.{argument}")
-    return errors
-
-
-def exact_call(arguments: Mapping[str, Any], tool: Tool | None) -> dict[str, Any] | None:
-    """The ``when`` of an exact grant covering this call: ``equals`` on each of its arguments, the tool's defaults
-    filled in (None for a call without any, which a ``remember`` refuses).
-
-    What a reviewer approved is what they saw, so "remember" covers exactly that call: an argument the model left
-    to its default is pinned to that default (``replace_all: false``), and a call giving any argument the approved
-    one did not have is not covered (:func:`covers`).
-    """
-    return {name: {"equals": value} for name, value in with_defaults(tool, arguments).items()} or None
-
-
-def with_defaults(tool: Tool | None, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments as the tool will read them: its schema's top-level defaults filled in where the call gives
-    none (an unknown tool: the arguments as they are)."""
-    return tool.with_defaults(arguments) if tool is not None else dict(arguments)
-
-
-def covers(grant: Grant, arguments: Mapping[str, Any], filled: Mapping[str, Any]) -> bool:
-    """Whether the grant's ``when`` approves a call with these arguments (``filled``: with the tool's defaults).
-
-    An exact grant covers one argument object: the same arguments, every value equal in canonical JSON (``1`` is
-    not ``1.0``, a path is compared as written), nothing more. Any other grant matches as a rule's ``when`` does.
-    """
-    if not grant.exact:
-        return InterruptRule(allowed_decisions=(), when=grant.when).matches(arguments)
-    pinned = {name: matcher.get("equals") for name, matcher in (grant.when or {}).items()}
-    return canonical_json(pinned) == canonical_json(dict(filled))
 
 
 def is_active(grant: Grant, now: datetime) -> bool:
@@ -349,7 +276,7 @@ def live_grant(session: Session, query: GrantQuery, now: datetime, not_by: uuid.
     forbids self-approval: their grant would be their own approval by proxy). Ask only where a rule would suspend
     the call, and never for a rule with ``approvals_required`` above 1.
 
-    One indexed statement; ``when`` is matched by :func:`covers`. The grants found stay locked ``FOR SHARE`` until
+    One indexed statement; ``when`` is matched by :func:`~hango.agent.grant_terms.covers`. The grants found stay locked ``FOR SHARE`` until
     the caller's transaction ends; the loop looks again, with :func:`~hango.store.grants.live_ids`, in the
     transaction that records the call as approved, so a revocation either comes first (and the call waits for a
     human) or waits for that commit.

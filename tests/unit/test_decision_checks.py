@@ -14,6 +14,7 @@ from hango.kernel.auth import Principal
 from hango.kernel.canonical import sha256_hex
 from hango.kernel.errors import Forbidden, InvalidInput, NotAwaitingApproval, PartialDecision, StaleApproval
 from hango.kernel.models import PendingApproval, Run
+from hango.services import approval_policy as policy
 from hango.services.approvals import checks
 from hango.services.approvals.commands import CallRef, DecisionCommand, DecisionKind
 
@@ -58,6 +59,10 @@ def _decision(row: PendingApproval, kind: DecisionKind = "approve", **fields: An
     return DecisionCommand(CallRef(approval_id=row.id), kind, **fields)
 
 
+def _standing(rows: list[PendingApproval]) -> dict[uuid.UUID, policy.Standing]:
+    return policy.standing(ADMIN, rows)
+
+
 def _fields(error: InvalidInput) -> list[str]:
     return [item.field for item in error.errors]
 
@@ -97,33 +102,37 @@ def test_two_references_to_different_calls_or_one_call_twice_are_refused() -> No
 def test_a_caller_outside_an_approvals_reviewers_is_refused_only_for_the_approvals_it_names() -> None:
     owners_only = _approval("a", reviewers={"roles": ["owner"]})
     anyone = _approval("b")
-    checks.check_reviewers(ADMIN, [owners_only, anyone], {anyone.id})
+    checks.check_reviewers([owners_only, anyone], _standing([owners_only, anyone]), {anyone.id})
     with pytest.raises(Forbidden, match="role owner"):
-        checks.check_reviewers(ADMIN, [owners_only, anyone], {owners_only.id})
+        checks.check_reviewers([owners_only, anyone], _standing([owners_only, anyone]), {owners_only.id})
 
 
 def test_a_decision_its_rule_does_not_allow_and_an_edit_outside_the_schema_or_the_rule_are_400s() -> None:
     limited = _approval("a", allowed_decisions=["approve", "reject"])
     with pytest.raises(InvalidInput) as refused:
-        checks.check_decisions(_tools(), {}, (_decision(limited, "edit", args={}),), [limited])
+        checks.check_decisions(_tools(), {}, _standing([limited]), (_decision(limited, "edit", args={}),), [limited])
     assert _fields(refused.value) == ["decisions[0].decision"]
 
     quorum = _approval("q", approvals_required=2)
     with pytest.raises(InvalidInput, match="only approve or reject is a vote"):
-        checks.check_decisions(_tools(), {}, (_decision(quorum, "respond", message="m"),), [quorum])
+        checks.check_decisions(
+            _tools(), {}, _standing([quorum]), (_decision(quorum, "respond", message="m"),), [quorum]
+        )
 
     row = _approval("e")
     with pytest.raises(InvalidInput) as refused:
-        checks.check_decisions(_tools(), {}, (_decision(row, "edit", args={"file_path": 3, "content": ""}),), [row])
+        checks.check_decisions(
+            _tools(), {}, _standing([row]), (_decision(row, "edit", args={"file_path": 3, "content": ""}),), [row]
+        )
     assert _fields(refused.value) == ["decisions[0].args.file_path"]
 
     # The rule of the loop that held the call: an edit must stay where the rule made the call wait.
     holding = {row.id: {"write_file": InterruptRule(("edit",), when={"file_path": {"prefix": "/memories/"}})}}
     outside = _decision(row, "edit", args={"file_path": "/tmp/x", "content": ""})
     with pytest.raises(InvalidInput, match="leave the scope of the rule"):
-        checks.check_decisions(_tools(), holding, (outside,), [row])
+        checks.check_decisions(_tools(), holding, _standing([row]), (outside,), [row])
     inside = _decision(row, "edit", args={"file_path": "/memories/b.md", "content": ""})
-    checks.check_decisions(_tools(), holding, (inside,), [row])
+    checks.check_decisions(_tools(), holding, _standing([row]), (inside,), [row])
 
 
 def test_a_decision_bound_to_other_arguments_is_stale() -> None:
@@ -137,12 +146,12 @@ def test_a_request_must_find_the_run_waiting_and_cover_every_call_that_waits_on_
     first, second = _approval("a"), _approval("b")
     others = _approval("c", reviewers={"roles": ["owner"]})
     waiting = Run(id=uuid.uuid4(), state="awaiting_approval")
-    checks.check_complete(ADMIN, waiting, [first, others], [first])
+    checks.check_complete(waiting, [first, others], _standing([first, others]), [first])
     with pytest.raises(PartialDecision) as partial:
-        checks.check_complete(ADMIN, waiting, [first, second, others], [first])
+        checks.check_complete(waiting, [first, second, others], _standing([first, second, others]), [first])
     assert [item["tool_call_id"] for item in partial.value.remaining] == ["b"]
     with pytest.raises(NotAwaitingApproval):
-        checks.check_complete(ADMIN, Run(id=uuid.uuid4(), state="queued"), [first], [first])
+        checks.check_complete(Run(id=uuid.uuid4(), state="queued"), [first], _standing([first]), [first])
     decided = _approval("d", state="decided")
     with pytest.raises(NotAwaitingApproval, match="already decided"):
-        checks.check_complete(ADMIN, waiting, [decided], [decided])
+        checks.check_complete(waiting, [decided], _standing([decided]), [decided])

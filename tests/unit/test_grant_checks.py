@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from hango.agent.grant_terms import covers, exact_call, ttl_errors, when_errors, with_defaults
 from hango.agent.tools.base import Tool
 from hango.agent.tools.filesystem import EDIT_FILE
 from hango.kernel.config import Settings
 from hango.kernel.models import Grant
-from hango.services.grants import covers, exact_call, ttl_errors, when_errors, with_defaults
 
 SETTINGS = Settings()
 

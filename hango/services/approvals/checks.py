@@ -1,6 +1,8 @@
 """The checks of a decision request, in the contract's order after the role checks (403 reviewers, 400 names and
 decisions, 409 state, votes, completeness and digests): functions of the command, the run's locked approvals and
-what the service read for them, with no database of their own. Each raises the refusal; nothing is written."""
+what the service read for them — the approval policy's answers (:class:`~hango.services.approval_policy.Standing`)
+and the rules that held each edited call — with no database or policy of their own. Each raises the refusal;
+nothing is written."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ import uuid
 from collections.abc import Mapping, Set
 from typing import Any
 
+from hango.agent.grant_terms import exact_call, ttl_errors, when_errors
 from hango.agent.interrupts import QUORUM_DECISIONS, InterruptRule
 from hango.agent.tools.base import ToolRegistry
-from hango.kernel.auth import Principal
 from hango.kernel.canonical import sha256_hex
 from hango.kernel.config import Settings
 from hango.kernel.errors import (
@@ -23,15 +25,14 @@ from hango.kernel.errors import (
     StaleApproval,
 )
 from hango.kernel.models import PendingApproval, Run
-from hango.services import approval_policy as policy
+from hango.services.approval_policy import Standing
 from hango.services.approvals.commands import DecisionCommand, Remember
-from hango.services.grants import exact_call, ttl_errors, when_errors
 
 # The rules of the loop that held each edited call, by approval id (read by the service).
 HoldingRules = Mapping[uuid.UUID, Mapping[str, InterruptRule]]
 
 
-def check_reviewers(principal: Principal, rows: list[PendingApproval], named: Set[uuid.UUID]) -> None:
+def check_reviewers(rows: list[PendingApproval], standing: Mapping[uuid.UUID, Standing], named: Set[uuid.UUID]) -> None:
     """Refuse a request naming an approval whose rule reserves it for other reviewers.
 
     Judged on the approvals the body names as far as it can be read, before its validation: whoever may not decide
@@ -39,10 +40,10 @@ def check_reviewers(principal: Principal, rows: list[PendingApproval], named: Se
     its UUID, as the decision itself would resolve it.
     """
     for row in rows:
-        if row.id in named and not policy.may_decide(principal, row):
+        if row.id in named and not standing[row.id].may_decide:
             raise Forbidden(
                 f"approval {row.id} ({row.tool_name}) may be decided only by its reviewers: "
-                f"{policy.reviewers_text(row)}"
+                f"{standing[row.id].reviewers}"
             )
 
 
@@ -83,13 +84,17 @@ def _row_for(
 
 
 def check_decisions(
-    tools: ToolRegistry, holding: HoldingRules, decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval]
+    tools: ToolRegistry,
+    holding: HoldingRules,
+    standing: Mapping[uuid.UUID, Standing],
+    decisions: tuple[DecisionCommand, ...],
+    rows: list[PendingApproval],
 ) -> None:
     """Refuse a decision its call's rule does not allow, or an edit its tool's schema or its holding rule refuses."""
     errors: list[FieldError] = []
     for index, (decision, row) in enumerate(zip(decisions, rows, strict=True)):
         field = f"decisions[{index}]"
-        if policy.is_quorum(row) and decision.kind not in QUORUM_DECISIONS:
+        if standing[row.id].quorum and decision.kind not in QUORUM_DECISIONS:
             errors.append(
                 FieldError(
                     f"{field}.decision",
@@ -157,7 +162,9 @@ def remembered_when(tools: ToolRegistry, remember: Remember, row: PendingApprova
     return exact_call(row.arguments, tools.get(row.tool_name)) if remember.exact else remember.when
 
 
-def check_complete(principal: Principal, run: Run, rows: list[PendingApproval], chosen: list[PendingApproval]) -> None:
+def check_complete(
+    run: Run, rows: list[PendingApproval], standing: Mapping[uuid.UUID, Standing], chosen: list[PendingApproval]
+) -> None:
     """Refuse a request the run has moved past (409), a call already decided or a second vote on a quorum call,
     and a request that leaves a call waiting on the caller undecided (a partial decision)."""
     # The row lock is held: the state read here is the one the transition will find.
@@ -166,14 +173,14 @@ def check_complete(principal: Principal, run: Run, rows: list[PendingApproval], 
     stale = [row for row in chosen if row.state != "pending"]
     if stale:
         raise NotAwaitingApproval(f"approval {stale[0].id} is already {stale[0].state}")
-    voted = [row for row in chosen if policy.has_voted(principal, row)]
+    voted = [row for row in chosen if standing[row.id].voted]
     if voted:
         raise AlreadyVoted(
             f"approval {voted[0].id} ({voted[0].tool_name}) already has your vote; "
             f"it needs {voted[0].approvals_required} distinct reviewers"
         )
     # Calls reserved for other reviewers, or already carrying the caller's vote, wait on others: not named here.
-    remaining = [row for row in rows if policy.awaits(principal, row) and row not in chosen]
+    remaining = [row for row in rows if standing[row.id].awaits and row not in chosen]
     if remaining:
         raise PartialDecision(
             f"{len(remaining)} pending call(s) of this run have no decision; decide them all in one request",

@@ -129,14 +129,15 @@ def _checked(
         raise Forbidden("only an owner or admin may decide approvals; a member never may, not even for their own run")
     if run.created_by == principal.user_id and not tenant_store.allows_self_approval(session, principal.tenant_id):
         raise Forbidden("this tenant's policy forbids self-approval: the run's creator may not decide its approvals")
-    checks.check_reviewers(principal, rows, {item.id for item in audit.named_approvals(rows, request.named)})
+    standing = policy.standing(principal, rows)
+    checks.check_reviewers(rows, standing, {item.id for item in audit.named_approvals(rows, request.named)})
     if isinstance(request, Malformed):
         raise request.error
     decisions = request.decisions
     chosen = checks.resolve(decisions, rows)
-    checks.check_decisions(runtime.tools, _holding_rules(session, run, decisions, chosen), decisions, chosen)
+    checks.check_decisions(runtime.tools, _holding_rules(session, run, decisions, chosen), standing, decisions, chosen)
     checks.check_remember(runtime.settings, runtime.tools, decisions, chosen)
-    checks.check_complete(principal, run, rows, chosen)
+    checks.check_complete(run, rows, standing, chosen)
     checks.check_seen(decisions, chosen)
     return decisions, chosen
 
