@@ -29,6 +29,7 @@ from datetime import timedelta
 from typing import Any
 
 from hango.agent.paths import PathError, is_under, normalize_path
+from hango.agent.spec import AgentSpec
 from hango.agent.state import OnExpiry
 from hango.kernel.canonical import canonical_json
 from hango.kernel.config import parse_duration, spelt_duration
@@ -321,27 +322,14 @@ def compile_rules(user: Mapping[str, Any] | None) -> dict[str, InterruptRule]:
     return {tool: _compiled(rule) for tool, rule in effective_config(user).items() if rule is not False}
 
 
-def rule_sets(config: Mapping[str, Any]) -> list[tuple[str, dict[str, InterruptRule]]]:
+def rule_sets(agent: AgentSpec) -> list[tuple[str, dict[str, InterruptRule]]]:
     """Every set of rules an agent's loops apply, named for a reader: the agent's own, then each declared
     subagent's own (a subagent without ``interrupt_on`` applies its parent's, one of these)."""
-    sets = [("the agent's rules", compile_rules(config.get("interrupt_on")))]
-    for subagent in config.get("subagents") or []:
-        own = subagent.get("interrupt_on")
-        if own is not None:
-            sets.append((f"subagent {subagent.get('name')}'s rules", compile_rules(own)))
+    sets = [("the agent's rules", compile_rules(agent.interrupt_on))]
+    for subagent in agent.subagents:
+        if subagent.interrupt_on is not None:
+            sets.append((f"subagent {subagent.name}'s rules", compile_rules(subagent.interrupt_on)))
     return sets
-
-
-def loop_interrupt_config(config: Mapping[str, Any], lineage: list[str]) -> Mapping[str, Any] | None:
-    """The ``interrupt_on`` a loop applies, for the subagent types from the top loop's child down to it: a declared
-    subagent's own rules when it has them, else its parent loop's (``general-purpose`` declares none)."""
-    rules = config.get("interrupt_on")
-    declared = {item.get("name"): item for item in config.get("subagents") or []}
-    for kind in lineage:
-        own = (declared.get(kind) or {}).get("interrupt_on")
-        if own is not None:
-            rules = own
-    return rules
 
 
 def _compiled(rule: Mapping[str, Any]) -> InterruptRule:
@@ -377,15 +365,15 @@ class Override:
     subagent: str | None = None
 
 
-def config_overrides(config: Mapping[str, Any]) -> list[Override]:
+def config_overrides(agent: AgentSpec) -> list[Override]:
     """Every default rule an agent configuration replaces or removes, at the top level and in each subagent.
 
     A subagent that declares no ``interrupt_on`` inherits the parent's rules, so only a declared one can override.
     """
-    top = config.get("interrupt_on") or {}
+    top = agent.interrupt_on or {}
     found = [Override(tool, top[tool]) for tool in overridden_defaults(top)]
-    for subagent in config.get("subagents") or []:
-        own = subagent.get("interrupt_on")
+    for subagent in agent.subagents:
+        own = subagent.interrupt_on
         if own is not None:
-            found += [Override(tool, own[tool], subagent.get("name")) for tool in overridden_defaults(own)]
+            found += [Override(tool, own[tool], subagent.name) for tool in overridden_defaults(own)]
     return found

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from opentelemetry.trace import Span, SpanContext
@@ -21,6 +21,7 @@ from hango.agent.messages import Message
 from hango.agent.middleware.hitl import load_decisions, require_decisions_applied
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.factory import build_model
+from hango.agent.spec import AgentSpec, SubagentSpec
 from hango.agent.state import (
     AwaitingApproval,
     Decision,
@@ -99,25 +100,37 @@ class LoopSpec:
     """What a loop is made of: the parts of an agent (or subagent) configuration the loop needs."""
 
     system_prompt: str
-    model: dict[str, Any]
+    model: Mapping[str, Any]
     tools: tuple[str, ...]
-    interrupt_on: dict[str, Any] | None
+    interrupt_on: Mapping[str, Any] | None
     max_turns: int
     max_tokens: int | None = None
     replays_parent: bool = False
     name: str = ""
 
     @classmethod
-    def of_agent(cls, snapshot: dict[str, Any]) -> LoopSpec:
+    def of_agent(cls, agent: AgentSpec) -> LoopSpec:
         """The spec of a run's own loop."""
         return cls(
-            system_prompt=snapshot.get("system_prompt", ""),
-            model=snapshot["model"],
-            tools=tuple(snapshot.get("tools", [])),
-            interrupt_on=snapshot.get("interrupt_on"),
-            max_turns=int(snapshot.get("max_turns", 50)),
-            max_tokens=snapshot.get("max_tokens"),
-            name=snapshot.get("name", ""),
+            system_prompt=agent.system_prompt,
+            model=agent.model,
+            tools=agent.tools,
+            interrupt_on=agent.interrupt_on,
+            max_turns=agent.max_turns,
+            max_tokens=agent.max_tokens,
+            name=agent.name,
+        )
+
+    def of_subagent(self, subagent: SubagentSpec) -> LoopSpec:
+        """The spec of a declared subagent's loop, started by this one: its own rules, else this loop's."""
+        own = subagent.interrupt_on
+        return replace(
+            self,
+            system_prompt=subagent.system_prompt,
+            model=subagent.model,
+            tools=subagent.tools,
+            interrupt_on=self.interrupt_on if own is None else own,
+            name=subagent.name,
         )
 
 
@@ -129,7 +142,7 @@ class Loops:
         self.run = run
         self.lease = lease
         self.stop = stop
-        self.snapshot: dict[str, Any] = run.agent_snapshot
+        self.agent = AgentSpec.of_snapshot(run.agent_snapshot)  # the run's snapshot, read once
         self.span_context: SpanContext | None = None
         # Every tool call id of the run, read by the claim and grown by each loop's turns: a provider that repeats
         # an id in another loop of the same run (a child reusing its parent's) still gets a fresh one.
@@ -207,7 +220,7 @@ def invoke_agent_span(run: Run, spec: LoopSpec, subagent_call_id: uuid.UUID | No
     ``runs.trace_context``): it sits in the trace of the decision that queued it again, and no span stays open
     while a human decides (see :mod:`hango.kernel.telemetry`).
     """
-    name = spec.name or run.agent_snapshot.get("name", "agent")
+    name = spec.name or "agent"
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": name,

@@ -191,7 +191,6 @@ class RunPersistence:
         self.run_id = run.id
         self.run_creator = run.created_by
         self.subagent_call_id = subagent_call_id
-        self.agent: dict[str, Any] = dict(run.agent_snapshot)
         self.extras: Mapping[str, Any] = extras or {}
 
     def check_active(self) -> None:

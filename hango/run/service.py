@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import insert
 
 from hango.agent.messages import Message, text_block
+from hango.agent.spec import snapshot
 from hango.kernel.auth import Principal
 from hango.kernel.errors import InvalidInput
 from hango.kernel.models import Message as MessageRow
@@ -17,7 +18,6 @@ from hango.platform.events import ApprovalNotice, Event
 from hango.platform.runtime import Runtime
 from hango.platform.work import unit_of_work
 from hango.run import transitions
-from hango.services.agents import snapshot
 from hango.store import agents as agent_store
 from hango.store import approval_events as approval_event_store
 from hango.store import events as event_store

@@ -58,20 +58,11 @@ class ChildRunner:
     def _spec(self, subagent_type: str) -> LoopSpec:
         if subagent_type == GENERAL_PURPOSE:
             return replace(self._parent, replays_parent=True)
-        declared = {item["name"]: item for item in self._loops.snapshot.get("subagents", [])}
-        if subagent_type not in declared:
-            known = ", ".join(sorted([*declared, GENERAL_PURPOSE]))
+        declared = self._loops.agent.subagent(subagent_type)
+        if declared is None:
+            known = ", ".join(sorted([*(item.name for item in self._loops.agent.subagents), GENERAL_PURPOSE]))
             raise ToolError(f"unknown subagent_type {subagent_type!r}; use one of: {known}")
-        item = declared[subagent_type]
-        own = item.get("interrupt_on")
-        return replace(
-            self._parent,
-            system_prompt=item.get("system_prompt", ""),
-            model=item["model"],
-            tools=tuple(item.get("tools", [])),
-            interrupt_on=self._parent.interrupt_on if own is None else own,
-            name=subagent_type,
-        )
+        return self._parent.of_subagent(declared)
 
     def _start(self, tool_call_id: str, subagent_type: str, description: str) -> SubagentCall:
         """The child's row: the existing one when this call ran before, else a new one with its first message."""

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 
 from hango.agent.interrupts import MAX_RULE_TTL, Override, canonical_rules, config_overrides, validate_rules
+from hango.agent.spec import SNAPSHOT_FIELDS, AgentSpec
 from hango.agent.tools.base import ToolRegistry
 from hango.kernel.auth import Principal
 from hango.kernel.errors import Conflict, FieldError, InvalidInput
@@ -20,7 +21,6 @@ from hango.services.tenancy import require_manager
 from hango.store import agents as agent_store
 
 log = logging.getLogger(__name__)
-CONFIG_FIELDS = ("name", "system_prompt", "model", "tools", "interrupt_on", "subagents", "max_turns", "max_tokens")
 
 
 def check_tools(config: dict[str, Any], tools: ToolRegistry) -> None:
@@ -64,7 +64,7 @@ def check_interrupts(config: dict[str, Any], max_ttl: timedelta = MAX_RULE_TTL) 
 
 def log_overrides(agent: Agent) -> list[Override]:
     """Log every default interrupt rule the agent or one of its subagents replaces or removes, for the audit."""
-    overrides = config_overrides({"interrupt_on": agent.interrupt_on, "subagents": agent.subagents})
+    overrides = config_overrides(AgentSpec.of_agent(agent))
     for override in overrides:
         log.warning(
             "agent overrides a default interrupt rule",
@@ -77,11 +77,6 @@ def log_overrides(agent: Agent) -> list[Override]:
             },
         )
     return overrides
-
-
-def snapshot(agent: Agent) -> dict[str, Any]:
-    """The configuration a run is judged by for its whole life, whatever later edits do to the agent."""
-    return {field: getattr(agent, field) for field in CONFIG_FIELDS} | {"id": str(agent.id)}
 
 
 def create_agent(
@@ -122,7 +117,7 @@ def replace_agent(
     try:
         with db.transaction() as session:
             agent = agent_store.get_agent(session, principal.tenant_id, agent_id, for_update=True)
-            for field in CONFIG_FIELDS:
+            for field in SNAPSHOT_FIELDS:
                 setattr(agent, field, config[field])
             agent.updated_at = datetime.now(UTC)
             session.flush()

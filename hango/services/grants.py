@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from hango.agent.grant_terms import covers, ttl_errors, when_errors
 from hango.agent.interrupts import InterruptRule, is_reviewer, rule_sets
+from hango.agent.spec import AgentSpec
 from hango.agent.state import GrantLookup
 from hango.kernel.auth import Principal
 from hango.kernel.config import Settings, parse_duration
@@ -88,12 +89,12 @@ def check_quota(session: Session, settings: Settings, tenant_id: uuid.UUID, now:
         raise Conflict(f"the tenant already has {limit} active standing approvals (HANGO_MAX_GRANTS_PER_TENANT)")
 
 
-def _check_scope(session: Session, principal: Principal, spec: GrantSpec) -> Mapping[str, Any]:
+def _check_scope(session: Session, principal: Principal, spec: GrantSpec) -> AgentSpec:
     """The agent (and the run, when named) must be the tenant's: 404 otherwise, as for a run's ``agent_id``. The
     configuration the grant will meet: the run's snapshot for a grant of one run, else the agent as it stands."""
     agent = agent_store.get_agent(session, principal.tenant_id, spec.agent_id)
     if spec.run_id is None:
-        return {"interrupt_on": agent.interrupt_on, "subagents": agent.subagents}
+        return AgentSpec.of_agent(agent)
     run = store.share_run(session, principal.tenant_id, spec.run_id)
     if run.agent_id != spec.agent_id:
         raise InvalidInput.field("run_id", "is a run of another agent")
@@ -101,10 +102,10 @@ def _check_scope(session: Session, principal: Principal, spec: GrantSpec) -> Map
         raise InvalidInput.field(
             "run_id", "is your own run, and this tenant forbids self-approval: your grant would never apply to it"
         )
-    return run.agent_snapshot
+    return AgentSpec.of_snapshot(run.agent_snapshot)
 
 
-def never_applies(principal: Principal, config: Mapping[str, Any], tool_name: str) -> str | None:
+def never_applies(principal: Principal, agent: AgentSpec, tool_name: str) -> str | None:
     """Why a grant of ``tool_name`` by ``principal`` could apply to no call of an agent so configured (None: it
     may apply somewhere).
 
@@ -113,7 +114,7 @@ def never_applies(principal: Principal, config: Mapping[str, Any], tool_name: st
     any. The agent's rules and each subagent's own are looked at; a tool no rule interrupts never needs a grant.
     """
     reasons: list[str] = []
-    for place, rules in rule_sets(config):
+    for place, rules in rule_sets(agent):
         reason = _refusal(principal, rules.get(tool_name))
         if reason is None:
             return None
@@ -139,7 +140,7 @@ def add_grant(
     principal: Principal,
     spec: GrantSpec,
     now: datetime,
-    judged_by: Mapping[str, Any] | None = None,
+    judged_by: AgentSpec | None = None,
 ) -> Grant:
     """Validate and insert a grant created by ``principal`` in the caller's transaction.
 
@@ -154,8 +155,8 @@ def add_grant(
     """
     tool_errors = [] if spec.tool_name.strip() else [FieldError("tool_name", "must not be empty")]
     _raise(tool_errors + ttl_errors(spec.ttl, settings) + when_errors(spec.when, settings))
-    config = _check_scope(session, principal, spec)
-    reason = never_applies(principal, judged_by if judged_by is not None else config, spec.tool_name)
+    agent = _check_scope(session, principal, spec)
+    reason = never_applies(principal, judged_by if judged_by is not None else agent, spec.tool_name)
     if reason is not None:
         raise InvalidInput.field(
             "tool_name", f"a standing approval by you would never apply to {spec.tool_name} ({reason})"
@@ -180,7 +181,7 @@ def remember(
     settings: Settings,
     principal: Principal,
     asked: Sequence[tuple[uuid.UUID, GrantSpec]],
-    judged_by: Mapping[str, Any],
+    judged_by: AgentSpec,
     trace_id: str | None,
 ) -> dict[uuid.UUID, uuid.UUID]:
     """The grants a decision's ``remember``s ask for, by the approval that asked: each created as :func:`add_grant`
@@ -276,10 +277,10 @@ def live_grant(session: Session, query: GrantQuery, now: datetime, not_by: uuid.
     forbids self-approval: their grant would be their own approval by proxy). Ask only where a rule would suspend
     the call, and never for a rule with ``approvals_required`` above 1.
 
-    One indexed statement; ``when`` is matched by :func:`~hango.agent.grant_terms.covers`. The grants found stay locked ``FOR SHARE`` until
-    the caller's transaction ends; the loop looks again, with :func:`~hango.store.grants.live_ids`, in the
-    transaction that records the call as approved, so a revocation either comes first (and the call waits for a
-    human) or waits for that commit.
+    One indexed statement; ``when`` is matched by :func:`~hango.agent.grant_terms.covers`. The grants found stay
+    locked ``FOR SHARE`` until the caller's transaction ends; the loop looks again, with
+    :func:`~hango.store.grants.live_ids`, in the transaction that records the call as approved, so a revocation
+    either comes first (and the call waits for a human) or waits for that commit.
     """
     lookup = query.lookup
     found = store.candidates(

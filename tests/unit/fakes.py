@@ -140,7 +140,6 @@ class MemoryPort:
     agent_id: uuid.UUID = field(default_factory=uuid.uuid4)
     run_id: uuid.UUID = field(default_factory=uuid.uuid4)
     subagent_call_id: uuid.UUID | None = None
-    agent: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
 
     def check_active(self) -> None:

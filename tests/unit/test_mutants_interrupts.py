@@ -20,6 +20,7 @@ from hango.agent.interrupts import (
     overridden_defaults,
     validate_rules,
 )
+from hango.agent.spec import AgentSpec
 from hango.kernel.errors import FieldError, InvalidInput
 from hango.kernel.models import DECISIONS
 
@@ -213,7 +214,7 @@ def test_config_overrides_are_found_at_the_top_level_and_in_declared_subagents_o
             {"name": "lifts", "interrupt_on": {"write_file": False, "edit_file": False}},
         ],
     }
-    assert config_overrides(config) == [
+    assert config_overrides(AgentSpec.of_snapshot(config)) == [
         Override("write_file", False),
         Override("edit_file", True, "own"),
         Override("edit_file", False, "lifts"),
@@ -223,4 +224,4 @@ def test_config_overrides_are_found_at_the_top_level_and_in_declared_subagents_o
 
 @pytest.mark.parametrize("config", [{}, {"interrupt_on": None, "subagents": None}, {"subagents": [{"name": "a"}]}])
 def test_a_config_without_rules_overrides_nothing(config: dict[str, Any]) -> None:
-    assert config_overrides(config) == []
+    assert config_overrides(AgentSpec.of_snapshot(config)) == []

@@ -22,7 +22,6 @@ class LoopServices(Protocol):
     agent_id: uuid.UUID
     run_id: uuid.UUID
     subagent_call_id: uuid.UUID | None
-    agent: dict[str, Any]
     extras: Mapping[str, Any]
 
     def files(self) -> AbstractContextManager[FileSystem]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hango.agent.models.base import Model
@@ -13,7 +13,7 @@ from hango.kernel.config import Settings
 PROVIDERS = ("scripted", "anthropic", "openai")
 
 
-def build_model(config: dict[str, Any], settings: Settings, scope: str, *, id_prefix: str = "") -> Model:
+def build_model(config: Mapping[str, Any], settings: Settings, scope: str, *, id_prefix: str = "") -> Model:
     """The model an agent (or subagent) configured; real providers are wrapped with retries.
 
     Base URLs and API keys come from settings, never from agent configuration: a tenant must not be able to

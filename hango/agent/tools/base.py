@@ -165,7 +165,8 @@ def _run_handler(tool: Tool, context: ToolContext, call: ToolCall) -> str:
     A delegating tool runs a whole child loop, whose own tool calls each get their deadline.
     """
     # The handler reads its schema's defaults from the arguments: what an exact standing approval pins
-    # (``hango.agent.grant_terms.exact_call``) is then what the tool reads, whatever default its code would have assumed.
+    # (``hango.agent.grant_terms.exact_call``) is then what the tool reads, whatever default its code would have
+    # assumed.
     arguments = tool.with_defaults(call.input)
     if tool.delegates:
         return tool.handler(context, arguments)

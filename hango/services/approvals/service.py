@@ -26,7 +26,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from hango.agent.interrupts import compile_rules, loop_interrupt_config
+from hango.agent.interrupts import compile_rules
+from hango.agent.spec import AgentSpec
 from hango.kernel.auth import Principal
 from hango.kernel.errors import Forbidden, HangoError
 from hango.kernel.models import PendingApproval, Run
@@ -74,8 +75,9 @@ def decide(
             # this request waited for the lock.
             rows = store.reread_with_votes(work.session, run)
         suspended = run.trace_context  # the suspended run's span, read under the lock that decides
+        agent = AgentSpec.of_snapshot(run.agent_snapshot)
         try:
-            decisions, chosen = _checked(runtime, work.session, principal, run, rows, request)
+            decisions, chosen = _checked(runtime, work.session, principal, run, agent, rows, request)
             remembered = _remembered(runtime, work.session, principal, run, decisions, chosen)
         except HangoError as refusal:
             # Every check comes before the first write, so the refusal's audit rows are all this commits.
@@ -87,9 +89,7 @@ def decide(
             refused = None
             _store_decisions(work, principal, run, rows, decisions, chosen, trace_id)
             # One call into the grants service, which creates and audits what the decisions remember.
-            granted = grants.remember(
-                work.session, runtime.settings, principal, remembered, run.agent_snapshot, trace_id
-            )
+            granted = grants.remember(work.session, runtime.settings, principal, remembered, agent, trace_id)
     if refused is not None:
         raise refused
     link_decision(suspended, str(run.id), len(chosen), str(principal.user_id))
@@ -121,6 +121,7 @@ def _checked(
     session: Session,
     principal: Principal,
     run: Run,
+    agent: AgentSpec,
     rows: list[PendingApproval],
     request: Request,
 ) -> tuple[tuple[DecisionCommand, ...], list[PendingApproval]]:
@@ -135,7 +136,8 @@ def _checked(
         raise request.error
     decisions = request.decisions
     chosen = checks.resolve(decisions, rows)
-    checks.check_decisions(runtime.tools, _holding_rules(session, run, decisions, chosen), standing, decisions, chosen)
+    holding = _holding_rules(session, run, agent, decisions, chosen)
+    checks.check_decisions(runtime.tools, holding, standing, decisions, chosen)
     checks.check_remember(runtime.settings, runtime.tools, decisions, chosen)
     checks.check_complete(run, rows, standing, chosen)
     checks.check_seen(decisions, chosen)
@@ -194,7 +196,7 @@ def _decided_values(principal: Principal, decision: DecisionCommand, now: dateti
 
 
 def _holding_rules(
-    session: Session, run: Run, decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval]
+    session: Session, run: Run, agent: AgentSpec, decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval]
 ) -> checks.HoldingRules:
     """The rules of the loop that held each edited call: the agent's, or those its subagent applies (its own, or
     inherited from the loop that started it), as the worker applies them when the edit runs."""
@@ -202,7 +204,7 @@ def _holding_rules(
     for decision, row in zip(decisions, rows, strict=True):
         if decision.kind == "edit":
             lineage = subagent_store.lineage(session, run.id, row.subagent_call_id) if row.subagent_call_id else []
-            holding[row.id] = compile_rules(loop_interrupt_config(run.agent_snapshot, lineage))
+            holding[row.id] = compile_rules(agent.loop_rules(lineage))
     return holding
 
 
