@@ -12,7 +12,7 @@ A snapshot is read as leniently as it was before this type existed: a missing ke
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hango.kernel.models import Agent
@@ -91,6 +91,45 @@ class AgentSpec:
             if declared is not None and declared.interrupt_on is not None:
                 rules = declared.interrupt_on
         return rules
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """What a loop is made of: the parts of an agent (or subagent) configuration the loop needs."""
+
+    system_prompt: str
+    model: Mapping[str, Any]
+    tools: tuple[str, ...]
+    interrupt_on: Mapping[str, Any] | None
+    max_turns: int
+    max_tokens: int | None = None
+    replays_parent: bool = False
+    name: str = ""
+
+    @classmethod
+    def of_agent(cls, agent: AgentSpec) -> LoopSpec:
+        """The spec of a run's own loop."""
+        return cls(
+            system_prompt=agent.system_prompt,
+            model=agent.model,
+            tools=agent.tools,
+            interrupt_on=agent.interrupt_on,
+            max_turns=agent.max_turns,
+            max_tokens=agent.max_tokens,
+            name=agent.name,
+        )
+
+    def of_subagent(self, subagent: SubagentSpec) -> LoopSpec:
+        """The spec of a declared subagent's loop, started by this one: its own rules, else this loop's."""
+        own = subagent.interrupt_on
+        return replace(
+            self,
+            system_prompt=subagent.system_prompt,
+            model=subagent.model,
+            tools=subagent.tools,
+            interrupt_on=self.interrupt_on if own is None else own,
+            name=subagent.name,
+        )
 
 
 def snapshot(agent: Agent) -> dict[str, Any]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 
 from opentelemetry.trace import Span, SpanContext
@@ -21,7 +21,7 @@ from hango.agent.messages import Message
 from hango.agent.middleware.hitl import load_decisions, require_decisions_applied
 from hango.agent.middleware.stack import default_chain
 from hango.agent.models.factory import build_model
-from hango.agent.spec import AgentSpec, SubagentSpec
+from hango.agent.spec import AgentSpec, LoopSpec
 from hango.agent.state import (
     AwaitingApproval,
     Decision,
@@ -93,45 +93,6 @@ def _decisions(
         return {}
     decided = approval_store.decided_unanswered(session, run, subagent_call_id)
     return {row.tool_call_id: decision_of(row) for row in decided}
-
-
-@dataclass(frozen=True)
-class LoopSpec:
-    """What a loop is made of: the parts of an agent (or subagent) configuration the loop needs."""
-
-    system_prompt: str
-    model: Mapping[str, Any]
-    tools: tuple[str, ...]
-    interrupt_on: Mapping[str, Any] | None
-    max_turns: int
-    max_tokens: int | None = None
-    replays_parent: bool = False
-    name: str = ""
-
-    @classmethod
-    def of_agent(cls, agent: AgentSpec) -> LoopSpec:
-        """The spec of a run's own loop."""
-        return cls(
-            system_prompt=agent.system_prompt,
-            model=agent.model,
-            tools=agent.tools,
-            interrupt_on=agent.interrupt_on,
-            max_turns=agent.max_turns,
-            max_tokens=agent.max_tokens,
-            name=agent.name,
-        )
-
-    def of_subagent(self, subagent: SubagentSpec) -> LoopSpec:
-        """The spec of a declared subagent's loop, started by this one: its own rules, else this loop's."""
-        own = subagent.interrupt_on
-        return replace(
-            self,
-            system_prompt=subagent.system_prompt,
-            model=subagent.model,
-            tools=subagent.tools,
-            interrupt_on=self.interrupt_on if own is None else own,
-            name=subagent.name,
-        )
 
 
 class Loops:

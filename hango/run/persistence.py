@@ -30,7 +30,6 @@ from hango.platform.runtime import Runtime
 from hango.platform.work import Work, unit_of_work
 from hango.run import standing
 from hango.run.transitions import Lease
-from hango.services.grants import GrantQuery, live_grant
 from hango.store import approvals as approval_store
 from hango.store import runs as run_store
 from hango.store import subagent_calls as subagent_store
@@ -244,12 +243,12 @@ class RunPersistence:
         """The live grant that approves this held call of the run's agent, if any: one indexed read. Without
         self-approval in the tenant, the run's creator's own grants do not apply to their run (one more read, only
         when such a grant is the one found)."""
-        query = GrantQuery(self.tenant_id, self.agent_id, self.run_id, lookup)
+        query = standing.GrantQuery(self.tenant_id, self.agent_id, self.run_id, lookup)
         with self._runtime.db.read() as session:
-            grant = live_grant(session, query, datetime.now(UTC))
+            grant = standing.live_grant(session, query, datetime.now(UTC))
             own = grant is not None and grant.created_by == self.run_creator
             if own and not allows_self_approval(session, self.tenant_id):
-                grant = live_grant(session, query, datetime.now(UTC), not_by=self.run_creator)
+                grant = standing.live_grant(session, query, datetime.now(UTC), not_by=self.run_creator)
         return None if grant is None else StandingApproval(grant.id, grant.created_by)
 
     def record_granted(self, granted: Sequence[PendingCall], state: LoopState) -> dict[str, Decision]:

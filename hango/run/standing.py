@@ -1,4 +1,5 @@
-"""Calls a standing approval (a grant) covers: stored as approvals already decided, never waiting for anyone.
+"""Calls a standing approval (a grant) covers: found by the loop's lookup (:func:`live_grant`), stored as approvals
+already decided, never waiting for anyone.
 
 The loop holds such a call like any other its rules match, so it is recorded where every approval is. When a
 sibling waits for a human, the granted call's decided row is written with the suspension; otherwise with the batch
@@ -11,14 +12,17 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from hango.agent.grant_terms import covers
+from hango.agent.interrupts import is_reviewer
 from hango.agent.loop import GrantWithdrawn
-from hango.agent.state import Decision, PendingCall
-from hango.kernel.models import PendingApproval
+from hango.agent.state import Decision, GrantLookup, PendingCall
+from hango.kernel.models import Grant, PendingApproval
 from hango.store import approvals as approval_store
 from hango.store import grants as grant_store
 from hango.store.audit import AuditRecord
@@ -131,3 +135,43 @@ def audit(rows: Sequence[PendingApproval], trace_id: str | None = None) -> list[
         for row in rows
         if row.grant_id is not None
     ]
+
+
+@dataclass(frozen=True)
+class GrantQuery:
+    """A held call a grant might approve, as the loop asks: whose run, which call, and the rule holding it."""
+
+    tenant_id: uuid.UUID
+    agent_id: uuid.UUID
+    run_id: uuid.UUID
+    lookup: GrantLookup
+
+
+def live_grant(session: Session, query: GrantQuery, now: datetime, not_by: uuid.UUID | None = None) -> Grant | None:
+    """The oldest active grant that approves this call, or None.
+
+    A grant approves only where its creator, with the role they hold in the tenant now, may decide the call under
+    the rule that holds it (its ``reviewers``), and never for ``not_by`` (the run's creator, in a tenant that
+    forbids self-approval: their grant would be their own approval by proxy). Ask only where a rule would suspend
+    the call, and never for a rule with ``approvals_required`` above 1.
+
+    One indexed statement; ``when`` is matched by :func:`~hango.agent.grant_terms.covers`. The grants found stay
+    locked ``FOR SHARE`` until the caller's transaction ends; the loop looks again, with
+    :func:`~hango.store.grants.live_ids`, in the transaction that records the call as approved, so a revocation
+    either comes first (and the call waits for a human) or waits for that commit.
+    """
+    lookup = query.lookup
+    found = grant_store.candidates(
+        session,
+        tenant_id=query.tenant_id,
+        agent_id=query.agent_id,
+        run_id=query.run_id,
+        tool_name=lookup.call.name,
+        now=now,
+    )
+    for grant, creator_role in found:
+        if grant.created_by == not_by or not is_reviewer(grant.created_by, creator_role, lookup.reviewers):
+            continue
+        if covers(grant, lookup.call.input, lookup.arguments):
+            return grant
+    return None

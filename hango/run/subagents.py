@@ -16,26 +16,39 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from hango.agent.loop import SuspendBatch
 from hango.agent.messages import Message, text_block
+from hango.agent.spec import AgentSpec, LoopSpec
 from hango.agent.state import AwaitingApproval, Done, Failed, LoopState, Outcome, PendingCall
 from hango.agent.tools.base import ToolError
 from hango.agent.tools.task import GENERAL_PURPOSE
 from hango.kernel.models import SubagentCall
+from hango.platform.runtime import Runtime
 from hango.platform.work import unit_of_work
 from hango.run.persistence import locked_active_run, write_messages
+from hango.run.transitions import Lease
 from hango.store import subagent_calls as subagent_store
 
-if TYPE_CHECKING:
-    from hango.run.loops import Loops, LoopSpec
+
+class Driver(Protocol):
+    """What a child needs of its run's loops (:class:`hango.run.loops.Loops`): the run's runtime, lease and typed
+    snapshot, and a way to drive a loop."""
+
+    runtime: Runtime
+    lease: Lease
+    agent: AgentSpec
+
+    def drive(self, spec: LoopSpec, subagent_call_id: uuid.UUID | None, depth: int) -> tuple[Outcome, LoopState]:
+        """Run (or resume) one loop of the run."""
+        ...
 
 
 class ChildRunner:
     """The ``task`` tool's engine inside one loop: it starts or resumes that loop's children."""
 
-    def __init__(self, loops: Loops, parent: LoopSpec, parent_call_id: uuid.UUID | None, depth: int) -> None:
+    def __init__(self, loops: Driver, parent: LoopSpec, parent_call_id: uuid.UUID | None, depth: int) -> None:
         self._loops = loops
         self._parent = parent
         self._parent_call_id = parent_call_id

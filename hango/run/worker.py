@@ -17,6 +17,7 @@ from typing import Literal
 from opentelemetry.trace import SpanContext
 
 from hango.agent.loop import RunStopped
+from hango.agent.spec import LoopSpec
 from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, dump_state
 from hango.kernel.errors import HangoError
 from hango.kernel.logs import run_logging
@@ -26,7 +27,7 @@ from hango.platform.db import is_transient
 from hango.platform.runtime import Runtime
 from hango.platform.work import unit_of_work
 from hango.run import standing, transitions
-from hango.run.loops import Loops, LoopSpec, StoredLoop
+from hango.run.loops import Loops, StoredLoop
 from hango.run.persistence import NewMessages
 from hango.run.transitions import Lease
 from hango.store.audit import insert_audit_events

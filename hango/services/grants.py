@@ -1,14 +1,14 @@
-"""Standing approvals (grants): create, list, revoke, and the lookup the agent loop makes.
+"""Standing approvals (grants): create, list, revoke, and a decision's ``remember``.
 
 A grant says "calls of this agent's ``tool_name`` that match ``when`` (and, if set, belong to ``run_id``) are
 approved until ``expires_at``". It is consulted only where an interrupt rule would suspend the call: the loop asks
-:func:`live_grant`, and when one answers it records the call as an approval already decided
-(:mod:`hango.run.standing`) instead of waiting for a human. A grant never widens what a rule lets through; it only
+:func:`hango.run.standing.live_grant`, and when one answers it records the call as an approval already decided
+instead of waiting for a human. A grant never widens what a rule lets through; it only
 spares a human the same decision again. It never applies to a rule with ``approvals_required`` above 1, nor to
 one that does not allow ``approve`` (the loop does not ask for those).
 
-Owners and admins only. The API's functions own their transactions; :func:`live_grant` and :func:`add_grant` work
-in the caller's.
+Owners and admins only. The API's functions own their transactions; :func:`add_grant` and :func:`remember` work in
+the caller's.
 """
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from hango.agent.grant_terms import covers, ttl_errors, when_errors
+from hango.agent.grant_terms import ttl_errors, when_errors
 from hango.agent.interrupts import InterruptRule, is_reviewer, rule_sets
 from hango.agent.spec import AgentSpec
-from hango.agent.state import GrantLookup
 from hango.kernel.auth import Principal
 from hango.kernel.config import Settings, parse_duration
 from hango.kernel.errors import Conflict, FieldError, InvalidInput
@@ -40,7 +39,6 @@ from hango.store.tenants import allows_self_approval
 
 __all__ = [
     "GrantFilter",
-    "GrantQuery",
     "GrantSpec",
     "add_grant",
     "audit_detail",
@@ -49,7 +47,6 @@ __all__ = [
     "get",
     "is_active",
     "list_grants",
-    "live_grant",
     "never_applies",
     "revoke",
 ]
@@ -248,52 +245,9 @@ def get(runtime: Runtime, principal: Principal, grant_id: uuid.UUID) -> Grant:
 def revoke(runtime: Runtime, principal: Principal, grant_id: uuid.UUID) -> Grant:
     """Revoke a grant at once (owner, admin); revoking it again changes nothing.
 
-    A loop holding the grant (between :func:`live_grant` and its commit) finishes first; no lookup after this
-    returns sees the grant.
+    A loop holding the grant (between :func:`~hango.run.standing.live_grant` and its commit) finishes first; no
+    lookup after this returns sees the grant.
     """
     require_manager(principal)
     with runtime.db.transaction() as session:
         return store.revoke(session, principal.tenant_id, grant_id, principal.user_id, datetime.now(UTC))
-
-
-# What the agent loop calls, in its own transaction.
-
-
-@dataclass(frozen=True)
-class GrantQuery:
-    """A held call a grant might approve, as the loop asks: whose run, which call, and the rule holding it."""
-
-    tenant_id: uuid.UUID
-    agent_id: uuid.UUID
-    run_id: uuid.UUID
-    lookup: GrantLookup
-
-
-def live_grant(session: Session, query: GrantQuery, now: datetime, not_by: uuid.UUID | None = None) -> Grant | None:
-    """The oldest active grant that approves this call, or None.
-
-    A grant approves only where its creator, with the role they hold in the tenant now, may decide the call under
-    the rule that holds it (its ``reviewers``), and never for ``not_by`` (the run's creator, in a tenant that
-    forbids self-approval: their grant would be their own approval by proxy). Ask only where a rule would suspend
-    the call, and never for a rule with ``approvals_required`` above 1.
-
-    One indexed statement; ``when`` is matched by :func:`~hango.agent.grant_terms.covers`. The grants found stay
-    locked ``FOR SHARE`` until the caller's transaction ends; the loop looks again, with
-    :func:`~hango.store.grants.live_ids`, in the transaction that records the call as approved, so a revocation
-    either comes first (and the call waits for a human) or waits for that commit.
-    """
-    lookup = query.lookup
-    found = store.candidates(
-        session,
-        tenant_id=query.tenant_id,
-        agent_id=query.agent_id,
-        run_id=query.run_id,
-        tool_name=lookup.call.name,
-        now=now,
-    )
-    for grant, creator_role in found:
-        if grant.created_by == not_by or not is_reviewer(grant.created_by, creator_role, lookup.reviewers):
-            continue
-        if covers(grant, lookup.call.input, lookup.arguments):
-            return grant
-    return None

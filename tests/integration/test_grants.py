@@ -23,9 +23,10 @@ from hango.kernel.errors import Conflict
 from hango.kernel.models import Grant, PendingApproval, Run
 from hango.platform.db import Database
 from hango.platform.runtime import Runtime
-from hango.run import service
+from hango.run import service, standing
+from hango.run.standing import GrantQuery
 from hango.services import grants
-from hango.services.grants import GrantQuery, GrantSpec
+from hango.services.grants import GrantSpec
 from tests.integration.conftest import Person, TenantFixture, create_agent
 from tests.integration.hitl_helpers import MEMORY, audit_rows, decide, pending, suspended_run, write_memory
 from tests.support.processes import wait_until
@@ -226,9 +227,11 @@ class Scene:
         return grants.create(self.runtime, owner_of(self.tenant), GrantSpec(**spec))
 
     def lookup(self, arguments: dict[str, Any], **changes: Any) -> uuid.UUID | None:
-        """The id of the grant :func:`grants.live_grant` answers with, or None."""
+        """The id of the grant :func:`standing.live_grant` answers with, or None."""
         with self.runtime.db.transaction() as session:
-            found = grants.live_grant(session, self.query(arguments, **changes), changes.get("now", datetime.now(UTC)))
+            found = standing.live_grant(
+                session, self.query(arguments, **changes), changes.get("now", datetime.now(UTC))
+            )
             return found.id if found is not None else None
 
     def query(self, arguments: dict[str, Any], **changes: Any) -> GrantQuery:
@@ -298,7 +301,7 @@ def test_a_revocation_racing_a_lookup_waits_for_the_lookups_commit(scene: Scene)
     grant = scene.grant()
     revoked = threading.Event()
     with scene.runtime.db.transaction() as session:
-        found = grants.live_grant(session, scene.query(NOTE), datetime.now(UTC))
+        found = standing.live_grant(session, scene.query(NOTE), datetime.now(UTC))
         assert found is not None
         assert found.id == grant.id
 
@@ -354,7 +357,7 @@ def test_approving_with_remember_creates_a_grant_of_exactly_that_call(
         held = GrantLookup(ToolCall("c", "write_file", arguments), arguments)
         query = GrantQuery(tenant.id, uuid.UUID(agent_id), uuid.uuid4(), held)
         with db.transaction() as session:
-            return grants.live_grant(session, query, datetime.now(UTC))
+            return standing.live_grant(session, query, datetime.now(UTC))
 
     same, other = lookup(item["arguments"]), lookup({**item["arguments"], "content": "?"})
     assert same is not None
