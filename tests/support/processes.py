@@ -6,6 +6,7 @@ import contextlib
 import http.client
 import itertools
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -102,7 +103,9 @@ def worker(
 # process asks the kernel for any free one.
 _PORTS_PER_PROCESS = 1000
 _FIRST_PORT = 20000
-_next_port = itertools.count()
+# Each test process starts at a random place in its range: two test sessions run side by side (two checkouts on one
+# machine) then rarely pick the same port between one's probe and its server's bind.
+_next_port = itertools.count(random.randrange(_PORTS_PER_PROCESS))
 
 
 def free_port() -> int:
