@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command: sets up what the tests need, then lint, type-check, the import layers and the whole suite against
-# PostgreSQL and Redis on 127.0.0.1. Arguments go to pytest (`bash tests/run.sh -q -k foo`).
+# The test command: sets up what the tests need, then runs the whole suite against PostgreSQL and Redis on 127.0.0.1,
+# with lint, type-check and the import layers beside it. Arguments go to pytest (`bash tests/run.sh -q -k foo`).
 #
 # Set-up, each step skipped when already done, so that a second run starts at once:
 #   1. .venv with `pip install -e '.[dev]'`: created when missing; installed again when a requirement of hango or of
@@ -8,7 +8,7 @@
 #      pyproject.toml changed since the last install (their hash is kept in .venv/.hango-dev-install).
 #   2. Programs the tests need beyond Python packages: promtool (the alerting rules' tests), taken from PATH or
 #      .venv/bin, else extracted into .venv/bin from Debian's prometheus package (`apt-get download`, so nothing is
-#      installed system-wide and no Prometheus server gets started); Debian's chromium (the inbox's browser tests),
+#      installed system-wide and no Prometheus server gets started) and kept in ~/.cache/hango for other clones; Debian's chromium (the inbox's browser tests),
 #      installed with apt-get when /usr/bin/chromium is missing.
 #   3. PostgreSQL and Redis started when they are installed but down (deploy/local-services.sh), unless
 #      HANGO_TEST_ADMIN_URL / HANGO_TEST_REDIS_URL point the tests elsewhere.
@@ -105,10 +105,17 @@ install_promtool() {  # promtool alone, from Debian's prometheus package, into .
   mv "$folder/usr/bin/promtool" "$venv/bin/promtool"
   rm -rf "$folder"
 }
+# Kept in the user's cache too, so that another clone on this machine links it instead of downloading it again.
+promtool_cache=${XDG_CACHE_HOME:-$HOME/.cache}/hango/promtool
 if ! command -v promtool >/dev/null && [ ! -x "$venv/bin/promtool" ]; then
-  command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || { echo "error: promtool is missing: $promtool_hint" >&2; exit 1; }
-  echo "installing promtool into $venv/bin from Debian's prometheus package" >&2
-  install_promtool || { echo "error: could not get promtool with apt-get download prometheus: $promtool_hint" >&2; exit 1; }
+  if [ -x "$promtool_cache" ]; then
+    ln -sf "$promtool_cache" "$venv/bin/promtool"
+  else
+    command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || { echo "error: promtool is missing: $promtool_hint" >&2; exit 1; }
+    echo "installing promtool into $venv/bin from Debian's prometheus package" >&2
+    install_promtool || { echo "error: could not get promtool with apt-get download prometheus: $promtool_hint" >&2; exit 1; }
+    mkdir -p "$(dirname "$promtool_cache")" && cp "$venv/bin/promtool" "$promtool_cache.$$" && mv "$promtool_cache.$$" "$promtool_cache" || true
+  fi
 fi
 
 # Chromium for the inbox's browser tests: Debian's package (Playwright drives /usr/bin/chromium; its own browser
@@ -130,17 +137,13 @@ source deploy/local-services.sh
 [ -n "${HANGO_TEST_REDIS_URL:-}" ] || ensure_redis
 exec 9>&-  # the end of set-up: releases the lock
 
-"$python" -m ruff check .
-"$python" -m ruff format --check .
-"$python" -m mypy
-"$venv/bin/lint-imports"  # hango's layers (pyproject.toml [tool.importlinter])
-
 # This run's temporary folder: TMPDIR for pytest and all it starts, and its --basetemp (tmp_path's folders;
 # tests/conftest.py puts the processes' logs in its logs/ and points the tests' TMPDIR at its tmp/).
 # Short names: a standalone test's PostgreSQL socket path is built under it and may not exceed 107 bytes.
 run=$(mktemp -d "${TMPDIR:-/tmp}/hango-run-XXXXXX")
 pytest_status=running
 finish() {  # keeps the folder only after pytest failed or was stopped, and only when the tests wrote something there
+  [ -n "${static_pid:-}" ] && kill "$static_pid" 2>/dev/null || true
   if [[ $pytest_status =~ ^(0|5)$ ]] || [ -z "$(find "$run" -type f -print -quit)" ]; then
     rm -rf "$run"
   else
@@ -150,9 +153,27 @@ finish() {  # keeps the folder only after pytest failed or was stopped, and only
   fi
 }
 trap finish EXIT
+
+# The static checks run beside the tests: they keep a core busy for ~20 s while the tests mostly wait on the
+# processes they start. Their output is shown, and their verdict counted, once pytest is done.
+static_checks() {
+  "$python" -m ruff check . && "$python" -m ruff format --check . && "$python" -m mypy \
+    && "$venv/bin/lint-imports"  # hango's layers (pyproject.toml [tool.importlinter])
+}
+static_checks > "$run/static-checks.log" 2>&1 &
+static_pid=$!
 # In parallel: HANGO_TEST_PROCESSES pytest-xdist processes (4 by default; most tests wait on processes they
 # started, so twice the cores pays), each with a database, a Celery queue and a port range of its own (the session
 # fixtures and tests/support/processes.py), a test file's tests in one process. `-n 0` after it runs them in one.
 processes=${HANGO_TEST_PROCESSES:-4}
 TMPDIR=$run "$python" -m pytest --basetemp="$run/p" -n "$processes" --dist loadfile "$@" && pytest_status=0 || pytest_status=$?
+wait "$static_pid" && static_status=0 || static_status=$?
+if [ "$static_status" = 0 ]; then
+  echo "static checks passed: ruff, ruff format, mypy, lint-imports"
+else
+  sed 's/^/  /' "$run/static-checks.log" >&2
+  echo "tests/run.sh: the static checks failed (ruff, ruff format, mypy, lint-imports; their output above)" >&2
+fi
+rm -f "$run/static-checks.log"
+[ "$pytest_status" = 0 ] && [ "$static_status" != 0 ] && exit 1
 exit "$pytest_status"

@@ -29,6 +29,8 @@ from tests.integration.conftest import TenantFixture, create_agent
 from tests.support.processes import logged, wait_until, worker, worker_log_name
 from tests.support.tools import executions
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def isolated(settings: Settings, db: Database) -> Iterator[tuple[Settings, Runtime]]:

@@ -28,6 +28,8 @@ from tests.support.processes import wait_until, worker
 from tests.support.receiver import receiving
 from tests.support.tools import executions
 
+pytestmark = pytest.mark.slow
+
 DEFAULT_TTL = timedelta(seconds=6)
 
 

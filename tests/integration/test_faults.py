@@ -43,6 +43,8 @@ from tests.support.processes import api_process, log_path, logged, wait_until, w
 from tests.support.tools import executions, holds_lock
 from tests.support.tripwire import run_task_delivery, run_task_publish, tripwire
 
+pytestmark = pytest.mark.slow
+
 DATABASE = "hango_faults"
 # The machine's share of a bound: a waiting worker picking the message up, a 2-core machine busy with processes.
 SLACK = timedelta(seconds=3)

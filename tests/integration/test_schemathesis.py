@@ -44,6 +44,8 @@ from hango.kernel.models import PendingApproval
 from hango.platform.db import Database
 from hango.services import tenancy
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = int(os.environ.get("HANGO_SCHEMATHESIS_EXAMPLES", "4"))
 # A 413 refuses a body for its size in bytes, which no JSON Schema keyword states: it is how the server refuses both
 # a schema-violating body and a valid one past HANGO_MAX_BODY_BYTES (documented on every operation with a body).

@@ -30,6 +30,8 @@ from tests.integration.conftest import Person, TenantFixture, create_agent, star
 from tests.integration.hitl_helpers import write_memory
 from tests.support.processes import api_server, get_status, start, stop, wait_until
 
+pytestmark = pytest.mark.slow
+
 SUSPENDING = [{"text": "Saving.", "tool_calls": [write_memory()]}, {"text": "Done."}]
 PROBLEM = "urn:hango:problem:"
 # A deadline for what should happen within about one keep-alive (1s in the test settings), not a timing claim.

@@ -22,7 +22,7 @@ from tests.integration.hitl_helpers import (
 )
 from tests.support.tools import executions
 
-pytestmark = pytest.mark.usefixtures("worker_process")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("worker_process")]
 TOOLS = ["read_file", "write_file", "edit_file", "count", "sleep", "slow_count", "task"]
 
 

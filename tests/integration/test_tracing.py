@@ -39,6 +39,8 @@ from tests.integration.conftest import Person, bearer, create_agent, start_run, 
 from tests.support.otlp import ReceivedSpan, receiver
 from tests.support.processes import ROOT, api_server, log_path, settings_env, wait_until, worker
 
+pytestmark = pytest.mark.slow
+
 EXPORTER = InMemorySpanExporter()
 
 

@@ -33,7 +33,7 @@ from tests.integration.hitl_helpers import decide, finished, pending, suspended_
 from tests.support.processes import log_path, wait_until, worker, worker_log_name
 from tests.support.receiver import Received, Receiver, receiving
 
-pytestmark = pytest.mark.usefixtures("worker_process")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("worker_process")]
 SCRIPT = [{"tool_calls": [write_memory(call_id="w")]}, {"text": "Done."}]
 
 
