@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import marshmallow as ma
 from marshmallow import fields
 
 from hango.agent.config import AgentConfig
@@ -29,27 +30,61 @@ class Agent(AgentConfig):
     created_at = fields.DateTime(required=True)
     updated_at = fields.DateTime(required=True)
 
-    def _effective(self, agent: AgentRow) -> dict[str, Any]:
-        return effective_config(agent.interrupt_on)
+    def _effective(self, agent: AgentRow | agents.SavedAgent) -> dict[str, Any]:
+        return effective_config(self.get_attribute(agent, "interrupt_on", None))
 
 
 AgentList = list_of(Agent, "AgentList")
 
 
-def _audit(agent: AgentRow) -> AgentRow:
+class RuleWarning(ma.Schema):
+    """Something the saved agent's rules no longer cover."""
+
+    tool = fields.String(required=True, metadata={"description": "the tool the warning is about"})
+    message = fields.String(
+        required=True,
+        metadata={
+            "description": 'what is no longer interrupted, in words, e.g. "write_file to /memories/ and /skills/ '
+            'is no longer interrupted except where file_path equals /memories/q.md"'
+        },
+    )
+
+
+class SavedAgent(Agent):
+    """An agent as its creation or replacement answers it: with what its rules no longer cover."""
+
+    warnings = fields.List(
+        fields.Nested(RuleWarning),
+        required=True,
+        metadata={
+            "description": "one for each default interrupt rule the agent's own entries (or a subagent's own "
+            "interrupt_on) replace or lift, and one for each tool it names that can write and that no rule "
+            "interrupts; empty when there is nothing to say. The agent is saved all the same."
+        },
+    )
+
+    def get_attribute(self, obj: agents.SavedAgent, attr: str, default: Any) -> Any:
+        """The warnings from the save, every other field from the agent."""
+        if attr == "warnings":
+            return obj.warnings
+        return super().get_attribute(obj.agent, attr, default)
+
+
+def _audit(saved: agents.SavedAgent) -> agents.SavedAgent:
+    agent = saved.agent
     audit_target("agent", agent.id, name=agent.name)
     for override in agents.log_overrides(agent):
         where = {} if override.subagent is None else {"subagent": override.subagent}
         audit_target("agent", agent.id, action="agent.interrupt_default_overridden", tool=override.tool, **where)
-    return agent
+    return saved
 
 
 @blp.route("/agents", methods=["POST"])
 @blp.problems(403, 409)
 @blp.arguments(AgentConfig)
-@blp.response(201, Agent)
+@blp.response(201, SavedAgent)
 @audited("agent.create", "agent")
-def create_agent(body: dict[str, Any]) -> AgentRow:
+def create_agent(body: dict[str, Any]) -> agents.SavedAgent:
     """Create an agent (owner, admin)."""
     runtime = services().runtime
     return _audit(
@@ -76,9 +111,9 @@ def get_agent(agent_id: uuid.UUID) -> AgentRow:
 @blp.route("/agents/<uuid:agent_id>", methods=["PUT"])
 @blp.problems(403, 404, 409)
 @blp.arguments(AgentConfig)
-@blp.response(200, Agent)
+@blp.response(200, SavedAgent)
 @audited("agent.replace", "agent", target_arg="agent_id")
-def replace_agent(body: dict[str, Any], agent_id: uuid.UUID) -> AgentRow:
+def replace_agent(body: dict[str, Any], agent_id: uuid.UUID) -> agents.SavedAgent:
     """Replace an agent's whole configuration (owner, admin); existing runs keep their snapshot."""
     runtime = services().runtime
     return _audit(

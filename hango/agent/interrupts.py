@@ -16,14 +16,16 @@ deadline does, ``"on_expiry"``: ``"fail"`` the run (the default), ``"reject"`` t
 second deadline that fails the run.
 
 The default rules protect the agent's persistent memory and skills. User entries win per tool name; removing a
-default takes an explicit ``false``, which the agents service logs and audits.
+default takes an explicit ``false``, which the agents service logs and audits. Whatever an agent's rules no longer
+cover — a default they narrow or lift, a writing tool no rule interrupts — is said in words when it is saved
+(:func:`rule_warnings`).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -377,3 +379,92 @@ def config_overrides(agent: AgentSpec) -> list[Override]:
         if own is not None:
             found += [Override(tool, own[tool], subagent.name) for tool in overridden_defaults(own)]
     return found
+
+
+@dataclass(frozen=True)
+class RuleWarning:
+    """Something an agent's rules no longer cover, told to whoever saves the agent: the tool, and a sentence."""
+
+    tool: str
+    message: str
+
+
+def rule_warnings(agent: AgentSpec, writing_tools: Collection[str]) -> list[RuleWarning]:
+    """What an agent's rules leave unreviewed, in words a reviewer understands.
+
+    One warning for each default rule the agent's own entries, or a subagent's own, replace or lift
+    (:func:`config_overrides`), and one for each tool in ``writing_tools`` that the agent or a subagent names and
+    that no rule of its loop interrupts. A tool with a default rule is only ever told of as an override.
+    """
+    warnings = [
+        RuleWarning(override.tool, _in_subagent(override.subagent) + override_message(override.tool, override.rule))
+        for override in config_overrides(agent)
+    ]
+    warnings += _unreviewed_writers(None, agent.tools, agent.interrupt_on, writing_tools)
+    for subagent in agent.subagents:
+        rules = agent.interrupt_on if subagent.interrupt_on is None else subagent.interrupt_on
+        warnings += _unreviewed_writers(subagent.name, subagent.tools, rules, writing_tools)
+    return warnings
+
+
+def override_message(tool: str, rule: Any) -> str:
+    """What replacing ``tool``'s default rule by ``rule`` (``false`` included) leaves of the default's protection.
+
+    For example "write_file to /memories/ and /skills/ is no longer interrupted except where file_path equals
+    /memories/q.md".
+    """
+    default_when = DEFAULT_RULES[tool]["when"]
+    scope = f"{tool} to {' and '.join(default_when['file_path']['prefix'])}"
+    if rule is False:
+        return f"{scope} is no longer interrupted"
+    when = rule.get("when") if isinstance(rule, Mapping) else None
+    if not when:
+        return f"{scope} is still interrupted, by the agent's rule on every {tool} call instead of the default"
+    if _covers(when, default_when):
+        return f"{scope} is still interrupted, under the agent's own rule instead of the default"
+    return f"{scope} is no longer interrupted except where {describe_when(when)}"
+
+
+def describe_when(when: Mapping[str, Mapping[str, Any]]) -> str:
+    """A ``when`` clause in words: "file_path is under /memories/ and content is over 100 bytes"."""
+    return " and ".join(_describe_matcher(argument, matcher) for argument, matcher in when.items())
+
+
+def _describe_matcher(argument: str, matcher: Mapping[str, Any]) -> str:
+    kind, expected = next(iter(matcher.items()))
+    if kind == "equals":
+        return f"{argument} equals {expected if isinstance(expected, str) else _canonical(expected)}"
+    if kind == "prefix":
+        prefixes = " or ".join([expected] if isinstance(expected, str) else expected)
+        return f"{argument} {'is under' if argument in PATH_ARGUMENTS else 'starts with'} {prefixes}"
+    return f"{argument} is over {expected} bytes"
+
+
+def _covers(when: Mapping[str, Mapping[str, Any]], default_when: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether a rule matching ``when`` interrupts every call the default's ``when`` (path prefixes) matches."""
+    if set(when) != set(default_when) or set(when["file_path"]) != {"prefix"}:
+        return False
+    prefix = when["file_path"]["prefix"]
+    prefixes = [prefix] if isinstance(prefix, str) else list(prefix)
+    # A protected directory is covered when its own path and everything inside it match one of the rule's prefixes.
+    return all(
+        any(is_under(directory, given) and is_under(directory.rstrip("/"), given) for given in prefixes)
+        for directory in default_when["file_path"]["prefix"]
+    )
+
+
+def _unreviewed_writers(
+    subagent: str | None, tools: Collection[str], rules: Mapping[str, Any] | None, writing_tools: Collection[str]
+) -> list[RuleWarning]:
+    given = rules or {}
+    return [
+        RuleWarning(
+            tool, f"{_in_subagent(subagent)}{tool} can write, and no rule interrupts it: its calls run without review"
+        )
+        for tool in tools
+        if tool in writing_tools and tool not in DEFAULT_RULES and given.get(tool) in (None, False)
+    ]
+
+
+def _in_subagent(subagent: str | None) -> str:
+    return "" if subagent is None else f"in subagent {subagent}, "

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from hango.agent.interrupts import MAX_RULE_TTL, Override, canonical_rules, config_overrides, validate_rules
+from hango.agent.interrupts import (
+    MAX_RULE_TTL,
+    Override,
+    RuleWarning,
+    canonical_rules,
+    config_overrides,
+    rule_warnings,
+    validate_rules,
+)
+from hango.agent.models.factory import missing_sdk
 from hango.agent.spec import SNAPSHOT_FIELDS, AgentSpec
 from hango.agent.tools.base import ToolRegistry
 from hango.kernel.auth import Principal
@@ -23,8 +33,23 @@ from hango.store import agents as agent_store
 log = logging.getLogger(__name__)
 
 
-def check_tools(config: dict[str, Any], tools: ToolRegistry) -> None:
-    """Every tool an agent or subagent names must be registered; unknown names are a 400 naming the field."""
+@dataclass(frozen=True)
+class SavedAgent:
+    """An agent just created or replaced, and what its rules no longer cover, for whoever saved it."""
+
+    agent: Agent
+    warnings: list[RuleWarning]
+
+
+def check_references(config: dict[str, Any], tools: ToolRegistry) -> None:
+    """Every tool an agent or subagent names must be registered, and every model's SDK must import here: each
+    unknown tool and each provider whose SDK is missing is a 400 naming the field (and the extra to install)."""
+    errors = _tool_errors(config, tools) + _model_errors(config)
+    if errors:
+        raise InvalidInput("; ".join(f"{error.field}: {error.message}" for error in errors), errors)
+
+
+def _tool_errors(config: dict[str, Any], tools: ToolRegistry) -> list[FieldError]:
     known = tools.names()
     errors = [
         FieldError(f"tools[{index}]", f"unknown tool {name!r}")
@@ -37,8 +62,22 @@ def check_tools(config: dict[str, Any], tools: ToolRegistry) -> None:
             for index, name in enumerate(subagent.get("tools", []))
             if name not in known
         ]
-    if errors:
-        raise InvalidInput("; ".join(f"{error.field}: {error.message}" for error in errors), errors)
+    return errors
+
+
+def _model_errors(config: dict[str, Any]) -> list[FieldError]:
+    # Refused at save time: a run of such an agent could only fail, and only once a run tried it.
+    models = [("model.provider", config["model"])]
+    models += [
+        (f"subagents[{index}].model.provider", subagent["model"])
+        for index, subagent in enumerate(config.get("subagents", []))
+    ]
+    errors = []
+    for field, model in models:
+        problem = missing_sdk(model["provider"])
+        if problem is not None:
+            errors.append(FieldError(field, problem))
+    return errors
 
 
 def check_interrupts(config: dict[str, Any], max_ttl: timedelta = MAX_RULE_TTL) -> dict[str, Any]:
@@ -86,10 +125,10 @@ def create_agent(
     config: dict[str, Any],
     *,
     max_ttl: timedelta = MAX_RULE_TTL,
-) -> Agent:
+) -> SavedAgent:
     """Create an agent from a validated configuration."""
     require_manager(principal)
-    check_tools(config, tools)
+    check_references(config, tools)
     config = check_interrupts(config, max_ttl)
     agent = Agent(id=uuid.uuid4(), tenant_id=principal.tenant_id, created_by=principal.user_id, **config)
     try:
@@ -98,7 +137,7 @@ def create_agent(
             session.flush()
     except IntegrityError as exc:
         raise Conflict(f"an agent named {config['name']!r} already exists") from exc
-    return agent
+    return SavedAgent(agent, save_warnings(config, tools))
 
 
 def replace_agent(
@@ -109,10 +148,10 @@ def replace_agent(
     config: dict[str, Any],
     *,
     max_ttl: timedelta = MAX_RULE_TTL,
-) -> Agent:
+) -> SavedAgent:
     """Replace an agent's whole configuration; runs already created keep their snapshot."""
     require_manager(principal)
-    check_tools(config, tools)
+    check_references(config, tools)
     config = check_interrupts(config, max_ttl)
     try:
         with db.transaction() as session:
@@ -123,7 +162,13 @@ def replace_agent(
             session.flush()
     except IntegrityError as exc:
         raise Conflict(f"an agent named {config['name']!r} already exists") from exc
-    return agent
+    return SavedAgent(agent, save_warnings(config, tools))
+
+
+def save_warnings(config: dict[str, Any], tools: ToolRegistry) -> list[RuleWarning]:
+    """What a valid configuration's rules no longer cover (:func:`~hango.agent.interrupts.rule_warnings`), judged
+    by the tools registered here."""
+    return rule_warnings(AgentSpec.of_snapshot(config), tools.writers())
 
 
 def get_agent(db: Database, principal: Principal, agent_id: uuid.UUID) -> Agent:

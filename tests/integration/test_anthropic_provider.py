@@ -198,9 +198,11 @@ def test_retrying_model_gives_up_with_the_providers_last_error(stub: StubProvide
     assert str(raised.value) == "model unavailable after 2 attempts: Anthropic API returned HTTP 529: Overloaded"
 
 
-def test_a_missing_api_key_is_refused_before_any_request() -> None:
-    with pytest.raises(PermanentModelError, match="HANGO_ANTHROPIC_API_KEY"):
-        AnthropicModel("claude-test", api_key=None, base_url=None)
+def test_a_missing_api_key_fails_the_first_call_naming_the_setting_before_any_request(stub: StubProvider) -> None:
+    model = AnthropicModel("claude-test", api_key=None, base_url=stub.anthropic_url)
+    with pytest.raises(PermanentModelError, match=r"^HANGO_ANTHROPIC_API_KEY is not set: "):
+        model.complete(HELLO)
+    assert stub.requests == []
 
 
 def test_a_missing_sdk_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -208,4 +210,4 @@ def test_a_missing_sdk_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "anthropic", None)
     with pytest.raises(PermanentModelError) as raised:
         AnthropicModel("claude-test", api_key="sk-ant-test", base_url=None)
-    assert str(raised.value) == "the anthropic provider needs `pip install hango[anthropic]`"
+    assert str(raised.value) == "the anthropic provider needs `pip install 'hango[anthropic]'`"

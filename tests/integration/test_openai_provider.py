@@ -226,9 +226,11 @@ def test_retrying_model_recovers_from_one_unavailable_answer(stub: StubProvider)
     assert stub.bodies[0] == stub.bodies[1]
 
 
-def test_a_missing_api_key_is_refused_before_any_request() -> None:
-    with pytest.raises(PermanentModelError, match="HANGO_OPENAI_API_KEY"):
-        OpenAIModel("gpt-test", api_key=None, base_url=None)
+def test_a_missing_api_key_fails_the_first_call_naming_the_setting_before_any_request(stub: StubProvider) -> None:
+    model = OpenAIModel("gpt-test", api_key=None, base_url=stub.openai_url)
+    with pytest.raises(PermanentModelError, match=r"^HANGO_OPENAI_API_KEY is not set: "):
+        model.complete(HELLO)
+    assert stub.requests == []
 
 
 def test_a_missing_sdk_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -236,4 +238,4 @@ def test_a_missing_sdk_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "openai", None)
     with pytest.raises(PermanentModelError) as raised:
         OpenAIModel("gpt-test", api_key="sk-test", base_url=None)
-    assert str(raised.value) == "the openai provider needs `pip install hango[openai]`"
+    assert str(raised.value) == "the openai provider needs `pip install 'hango[openai]'`"

@@ -8,7 +8,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hango.agent.messages import AssistantTurn, Block, Message, ToolCall, Usage
-from hango.agent.models.base import ModelError, ModelRequest, PermanentModelError, ToolSpec
+from hango.agent.models.base import (
+    ModelError,
+    ModelRequest,
+    PermanentModelError,
+    ToolSpec,
+    install_hint,
+    missing_key,
+)
 from hango.agent.models.retry import status_error, unreachable
 
 if TYPE_CHECKING:
@@ -16,8 +23,7 @@ if TYPE_CHECKING:
     from anthropic.types import ContentBlockParam, MessageParam, ToolParam
     from anthropic.types import Message as WireMessage
 
-# A proxy's HTML error page can be long; the start of it says enough.
-INSTALL_HINT = "the anthropic provider needs `pip install hango[anthropic]`"
+INSTALL_HINT = install_hint("anthropic")
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
@@ -37,26 +43,28 @@ class AnthropicModel:
 
         Args:
             name: The model id, such as ``claude-sonnet-4-5``.
-            api_key: The Anthropic API key; ``None`` when none is configured, which is refused.
+            api_key: The Anthropic API key; ``None`` when none is configured, which every call refuses.
             base_url: The API root (without ``/v1``); ``None`` for Anthropic's own.
             max_tokens: The answer length cap when a request does not set one.
             timeout: Seconds to wait for one call.
 
         Raises:
-            PermanentModelError: The ``anthropic`` SDK is not installed, or no API key is configured.
+            PermanentModelError: The ``anthropic`` SDK is not installed.
         """
         try:
             import anthropic
         except ImportError as error:
             raise PermanentModelError(INSTALL_HINT) from error
-        # The key and the base URL are always passed: left out, the SDK would fall back to ANTHROPIC_* variables
-        # and credential files, and hango's credentials and endpoints come from its settings alone.
-        if not api_key:
-            raise PermanentModelError("the anthropic provider has no API key: set HANGO_ANTHROPIC_API_KEY")
         self.name = name
         self._max_tokens = max_tokens
-        self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=base_url or DEFAULT_BASE_URL, max_retries=0, timeout=timeout
+        # Without a key there is no client: the run's first call fails naming the setting (a subagent's fails as
+        # its child loop, which its parent reads). The key and the base URL are always passed: left out, the SDK
+        # would fall back to ANTHROPIC_* variables and credential files, and hango's credentials and endpoints come
+        # from its settings alone.
+        self._client = (
+            anthropic.Anthropic(api_key=api_key, base_url=base_url or DEFAULT_BASE_URL, max_retries=0, timeout=timeout)
+            if api_key
+            else None
         )
 
     def complete(self, request: ModelRequest) -> AssistantTurn:
@@ -64,10 +72,13 @@ class AnthropicModel:
 
         Raises:
             TransientModelError: Rate limited, server error, timeout or connection failure.
-            PermanentModelError: Any other refusal, with the provider's message.
+            PermanentModelError: No API key is configured, or any other refusal, with the provider's message.
         """
         # The constructor proved that the SDK is installed; this import only looks it up.
         import anthropic
+
+        if self._client is None:
+            raise missing_key("anthropic")
 
         try:
             response = self._client.messages.create(

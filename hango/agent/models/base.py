@@ -45,6 +45,23 @@ class PermanentModelError(ModelError):
     """Not worth retrying (bad request, authentication, unknown model); fails the run with this message."""
 
 
+def install_hint(provider: str) -> str:
+    """What to install for a provider whose SDK is an optional extra of the same name (quoted for every shell)."""
+    return f"the {provider} provider needs `pip install 'hango[{provider}]'`"
+
+
+def missing_key(provider: str, advice: str = "") -> PermanentModelError:
+    """The failure of a call to a provider whose API key setting is unset, naming the variable to set.
+
+    It is permanent: no retry can find a key, so the run fails at its first model call with this message.
+    """
+    variable = f"HANGO_{provider.upper()}_API_KEY"
+    return PermanentModelError(
+        f"{variable} is not set: the {provider} provider needs an API key in the settings of the workers that "
+        f"run this agent{advice}; set it and start the run again"
+    )
+
+
 class Model(Protocol):
     """A chat model that may answer with tool calls."""
 

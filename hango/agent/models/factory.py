@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hango.agent.models.base import Model
+from hango.agent.models.base import Model, install_hint
 from hango.agent.models.retry import RetryingModel
 from hango.agent.models.scripted import ScriptedModel
 from hango.kernel.config import Settings
 
 PROVIDERS = ("scripted", "anthropic", "openai")
+# The module each real provider's SDK is imported as; it comes with the hango extra named like the provider.
+SDK_MODULES = {"anthropic": "anthropic", "openai": "openai"}
+
+
+def missing_sdk(provider: str) -> str | None:
+    """Why this process cannot build ``provider``'s models — its SDK does not import — or None when it can.
+
+    The import is tried for real (once it succeeded, Python keeps the module): an SDK that is installed but broken
+    is as missing as one that is not installed.
+    """
+    module = SDK_MODULES.get(provider)
+    if module is None:
+        return None
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return install_hint(provider)
+    return None
 
 
 def build_model(config: Mapping[str, Any], settings: Settings, scope: str, *, id_prefix: str = "") -> Model:

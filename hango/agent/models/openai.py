@@ -12,7 +12,14 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from hango.agent.messages import AssistantTurn, Message, ToolCall, Usage
-from hango.agent.models.base import ModelError, ModelRequest, PermanentModelError, ToolSpec
+from hango.agent.models.base import (
+    ModelError,
+    ModelRequest,
+    PermanentModelError,
+    ToolSpec,
+    install_hint,
+    missing_key,
+)
 from hango.agent.models.retry import status_error, unreachable
 
 if TYPE_CHECKING:
@@ -26,8 +33,7 @@ if TYPE_CHECKING:
     )
     from openai.types.chat.chat_completion_message_tool_call import ChatCompletionMessageToolCallUnion
 
-# A proxy's HTML error page can be long; the start of it says enough.
-INSTALL_HINT = "the openai provider needs `pip install hango[openai]`"
+INSTALL_HINT = install_hint("openai")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 # Chat Completions has no error flag on a tool result, so a failure is told to the model in the text itself.
@@ -50,29 +56,28 @@ class OpenAIModel:
 
         Args:
             name: The model id, such as ``gpt-4o``.
-            api_key: The API key (any text for servers that ignore it); ``None`` when none is configured, which is
-                refused.
+            api_key: The API key (any text for servers that ignore it); ``None`` when none is configured, which every
+                call refuses.
             base_url: The API root including ``/v1``; ``None`` for OpenAI's own.
             max_tokens: The answer length cap when a request does not set one.
             timeout: Seconds to wait for one call.
 
         Raises:
-            PermanentModelError: The ``openai`` SDK is not installed, or no API key is configured.
+            PermanentModelError: The ``openai`` SDK is not installed.
         """
         try:
             import openai
         except ImportError as error:
             raise PermanentModelError(INSTALL_HINT) from error
-        # The key and the base URL are always passed: left out, the SDK would fall back to OPENAI_* variables, and
-        # hango's credentials and endpoints come from its settings alone.
-        if not api_key:
-            raise PermanentModelError(
-                "the openai provider has no API key: set HANGO_OPENAI_API_KEY (any text for a server without keys)"
-            )
         self.name = name
         self._max_tokens = max_tokens
-        self._client = openai.OpenAI(
-            api_key=api_key, base_url=base_url or DEFAULT_BASE_URL, max_retries=0, timeout=timeout
+        # Without a key there is no client: the run's first call fails naming the setting. The key and the base URL
+        # are always passed: left out, the SDK would fall back to OPENAI_* variables, and hango's credentials and
+        # endpoints come from its settings alone.
+        self._client = (
+            openai.OpenAI(api_key=api_key, base_url=base_url or DEFAULT_BASE_URL, max_retries=0, timeout=timeout)
+            if api_key
+            else None
         )
 
     def complete(self, request: ModelRequest) -> AssistantTurn:
@@ -80,10 +85,13 @@ class OpenAIModel:
 
         Raises:
             TransientModelError: Rate limited, server error, timeout or connection failure.
-            PermanentModelError: Any other refusal, with the provider's message.
+            PermanentModelError: No API key is configured, or any other refusal, with the provider's message.
         """
         # The constructor proved that the SDK is installed; this import only looks it up.
         import openai
+
+        if self._client is None:
+            raise missing_key("openai", " (any text will do for a server that takes none)")
 
         try:
             response = self._client.chat.completions.create(

@@ -91,6 +91,9 @@ class Tool:
     An ``idempotent`` tool may safely run again when a worker died in the middle of an approved call: its effects
     commit with its result (the built-in file tools), or it uses ``ToolContext.idempotency_key``. Any other tool
     that was running when its worker died is not run again; its call is answered "outcome unknown".
+
+    A ``writes`` tool changes something that outlasts its call: a file, a record, the world outside hango. An agent
+    that names one which no interrupt rule covers is warned of it when it is saved: its calls run without review.
     """
 
     name: str
@@ -99,6 +102,7 @@ class Tool:
     handler: Handler
     delegates: bool = False
     idempotent: bool = False
+    writes: bool = False
 
     def spec(self) -> ToolSpec:
         """What the model is told about this tool."""
@@ -203,6 +207,10 @@ class ToolRegistry:
     def names(self) -> set[str]:
         """Every registered tool name."""
         return set(self._tools)
+
+    def writers(self) -> set[str]:
+        """The names of the registered tools that say they write."""
+        return {name for name, tool in self._tools.items() if tool.writes}
 
     def load_entry_points(self) -> None:
         """Add the tools third-party packages publish under the ``hango.tools`` entry-point group."""

@@ -572,6 +572,7 @@ WRITE_FILE = Tool(
     ),
     handler=_write_file,
     idempotent=True,
+    writes=True,
 )
 
 EDIT_FILE = Tool(
@@ -596,6 +597,7 @@ EDIT_FILE = Tool(
     ),
     handler=_edit_file,
     idempotent=True,
+    writes=True,
 )
 
 GLOB = Tool(
