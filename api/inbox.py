@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 from flask import Blueprint, Flask, Response, redirect, request, send_from_directory
+from werkzeug.wrappers import Response as WerkzeugResponse
 
 ASSETS = Path(__file__).with_name("inbox_assets")
 SECURITY_HEADERS = {
@@ -46,7 +47,7 @@ def register(app: Flask) -> None:
     app.after_request(_secure)
 
 
-def _to_inbox() -> Response:
+def _to_inbox() -> WerkzeugResponse:
     """``/`` is where a person opening the server's address lands: the inbox, not a JSON 404."""
     return redirect(PREFIX, code=302)
 
