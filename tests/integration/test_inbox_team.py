@@ -232,7 +232,9 @@ def test_a_diff_reads_like_a_unified_diff_and_multi_line_text_reads_as_text(
     run_id = start_run(client, tenant.owner, agent_id)
     assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval"})["state"] == "awaiting_approval"
     sign_in(page, server, tenant.owner)
-    changing = _card(page, "green tea")
+    # By the arguments: the run's last messages under each card name both calls.
+    green = page.get_by_label("Arguments as JSON", exact=True).filter(has_text="green tea")
+    changing = page.get_by_role("article").filter(has=green)
     diff = changing.get_by_label("Diff")
     expect(diff).to_be_visible()
     # Removed before added, each marker in its own column: the bullet's "-" is the line's text.
@@ -244,6 +246,6 @@ def test_a_diff_reads_like_a_unified_diff_and_multi_line_text_reads_as_text(
         ("same", "", "- milk"),
     ]
     expect(changing.get_by_label("content as text")).to_have_text("# Tea\n- green tea\n- milk\n", use_inner_text=True)
-    shot(page, "inbox-diff.png")
-    unchanged = page.get_by_role("article").filter(has_not_text="green tea")
+    shot(page, "inbox-diff-markdown.png")
+    unchanged = page.get_by_role("article").filter(has_not=green)
     expect(unchanged.get_by_label("Diff")).to_have_text("No change: the call leaves the file as it is.")
