@@ -275,6 +275,15 @@ class ApprovalPreview(ma.Schema):
         required=True,
         metadata={"description": "why there is no diff to show, in words a reviewer reads (no preview, too large)"},
     )
+    as_of = fields.String(
+        required=True,
+        validate=validate.OneOf(["now", "decision"]),
+        metadata={
+            "description": "now: worked out on the files as they are now, with the call's arguments; decision: kept "
+            "when a reviewer approved or edited the call, worked out then with the arguments that run (an edit's "
+            "own), so a call that has since written its file still shows the change the reviewer saw"
+        },
+    )
 
 
 def _preview_json(approval_id: uuid.UUID, preview: Preview) -> dict[str, Any]:
@@ -303,6 +312,9 @@ def preview_approval(_: dict[str, Any], approval_id: uuid.UUID) -> dict[str, Any
     of the file now against what the call would make it, or the error the tool would answer instead. The tool's
     own code normalises the path, resolves its storage and applies the edit, on the files as they are now, with
     the call's arguments as the model wrote them; nothing is written. Other tools: ``kind`` ``none``.
+
+    A decided approval that a reviewer approved or edited answers the preview kept at decision time (``as_of``
+    ``decision``), worked out then with the arguments that run; any other is worked out now (``as_of`` ``now``).
     """
     row, preview = reviewing.preview(services().runtime, principal(), approval_id)
     return _preview_json(row.id, preview)

@@ -1,10 +1,11 @@
 """The reviewers' inbox: one web page, served with its assets from the package (no CDN), that talks to the API.
 
 The page is a shell and a script (``inbox_assets/``): it signs in with a token kept for the browser tab only
-(``sessionStorage``), reads the queue from ``GET /v1/approvals``, follows the tenant stream for what arrives and
-what goes, and decides through ``POST /v1/runs/{id}/approvals`` like any other client. The server renders nothing
-of the tenant's data here, so these routes need no token; every byte of data is fetched with the bearer token and
-scoped by the API.
+(``sessionStorage``), or on the device (``localStorage``) when the reviewer asks; reads the queue from
+``GET /v1/approvals``, follows the tenant stream for what arrives and what goes, and decides through
+``POST /v1/runs/{id}/approvals`` like any other client. The server renders nothing of the tenant's data here, so
+these routes need no token; every byte of data is fetched with the bearer token, and scoped by the API. ``/`` leads
+here.
 
 The page may not be framed (a decision button under someone else's page is a click away from a decision), runs no
 inline script, and talks to this origin only.
@@ -15,7 +16,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from flask import Blueprint, Flask, Response, request, send_from_directory
+from flask import Blueprint, Flask, Response, redirect, request, send_from_directory
+from werkzeug.wrappers import Response as WerkzeugResponse
 
 ASSETS = Path(__file__).with_name("inbox_assets")
 SECURITY_HEADERS = {
@@ -41,7 +43,13 @@ def register(app: Flask) -> None:
     would never see it. An error page left unprotected can still be framed or sniffed.
     """
     app.register_blueprint(blp)
+    app.add_url_rule("/", "root", _to_inbox, methods=["GET"])
     app.after_request(_secure)
+
+
+def _to_inbox() -> WerkzeugResponse:
+    """``/`` is where a person opening the server's address lands: the inbox, not a JSON 404."""
+    return redirect(PREFIX, code=302)
 
 
 def _secure(response: Response) -> Response:
@@ -60,6 +68,12 @@ def queue() -> Response:
 @blp.route("/approvals/<uuid:approval_id>", methods=["GET"])
 def approval(approval_id: uuid.UUID) -> Response:
     """One approval (the page reads its id from the address)."""
+    return _page()
+
+
+@blp.route("/runs", methods=["GET"])
+def runs() -> Response:
+    """The runs the token may see, newest first."""
     return _page()
 
 

@@ -1,5 +1,7 @@
 // The reviewers' inbox. Plain script, no build, no dependencies: it talks to hango's API with the token kept in
-// sessionStorage (this tab only), follows the tenant approvals stream for what arrives and what goes, and decides
+// sessionStorage (this tab only), or in localStorage when the reviewer ticks "Remember on this device" (then a link
+// opened in a new tab is signed in too); the token goes in the Authorization header of this origin's API calls
+// only, never in a URL. It follows the tenant approvals stream for what arrives and what goes, and decides
 // through POST /v1/runs/{id}/approvals. Everything it shows comes through the API, scoped by the token.
 //
 // A reviewer decides on what a card shows, so a card shows what will run: the API's JSON is read by a parser that
@@ -14,6 +16,18 @@
   const NO_DESCRIPTION = "Its rule gives no reason: every call the rule matches waits for a reviewer.";
   const MANAGERS = ["owner", "admin"];
   const PREVIEWED = ["write_file", "edit_file"];
+  const RECENTLY_DECIDED = 20; // rows of the "Recently decided" list
+  // What a decision did, said without promising an undo (there is none): the run goes on with it.
+  const CONFIRMED = {
+    approve: ["Approved", "the run resumes"],
+    edit: ["Edit sent", "the run resumes with your arguments"],
+    reject: ["Rejected", "the run resumes and the model is told the call was refused"],
+    respond: ["Answer sent", "the run resumes with your answer to the model"],
+  };
+  const LATER = "the run resumes once its other waiting calls are decided";
+  const VOTED_REASON = "You have voted on this call: the other reviewers decide the rest.";
+  const NOTHING_KEPT =
+    "No diff was kept when this call was decided, and the file may have changed since: read the arguments.";
   const REMEMBER_FOR = [
     ["1h", "1 hour"],
     ["8h", "8 hours"],
@@ -31,6 +45,7 @@
     staged: new Map(), // run id -> Map(tool call id -> decision)
     drawing: null, // the timer of the next drawing of new cards
     grants: null, // the standing approvals panel's parts (owners and admins)
+    decided: null, // the "Recently decided" list's parts
     ticking: null, // the timer that refreshes the cards' ages and deadlines
     abort: null,
   };
@@ -215,7 +230,8 @@
     return node;
   }
 
-  const token = () => sessionStorage.getItem(TOKEN);
+  // The tab's token first: a tab signed in with another token keeps it.
+  const token = () => sessionStorage.getItem(TOKEN) || localStorage.getItem(TOKEN);
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
   async function call(method, path, body) {
@@ -307,13 +323,17 @@
 
   function signOut(message = "") {
     sessionStorage.removeItem(TOKEN);
+    localStorage.removeItem(TOKEN);
     if (page.abort) page.abort.abort();
     page.pending.clear();
     page.staged.clear();
     page.grants = null;
+    page.decided = null;
     $("view").hidden = true;
     $("view").replaceChildren();
+    $("confirmation").replaceChildren();
     $("who").hidden = true;
+    $("places").hidden = true;
     $("sign-out").hidden = true;
     $("sign-in").hidden = false;
     $("sign-in-error").textContent = message;
@@ -324,7 +344,10 @@
     event.preventDefault();
     const value = $("token").value.trim();
     if (!value) return;
-    sessionStorage.setItem(TOKEN, value);
+    // One place at a time: the device's storage only when asked for, the tab's otherwise.
+    sessionStorage.removeItem(TOKEN);
+    localStorage.removeItem(TOKEN);
+    ($("remember-device").checked ? localStorage : sessionStorage).setItem(TOKEN, value);
     $("token").value = "";
     await start();
   }
@@ -344,9 +367,14 @@
     $("sign-in").hidden = true;
     $("sign-in-error").textContent = "";
     $("who").hidden = false;
-    $("who").textContent = page.manager
-      ? `Signed in as ${page.me.email} (${page.me.role})`
-      : `Signed in as ${page.me.email} (member, read-only)`;
+    $("who").replaceChildren(
+      "Signed in as ",
+      element("strong", { "data-field": "email", text: page.me.email }),
+      " (",
+      element("span", { class: "role", "aria-label": "Role", text: page.me.role }),
+      page.manager ? ")" : ", read-only)",
+    );
+    $("places").hidden = false;
     $("sign-out").hidden = false;
     $("view").hidden = false;
     page.abort = new AbortController();
@@ -355,6 +383,7 @@
     const approval = path.match(/^\/inbox\/approvals\/([0-9a-f-]{36})$/i);
     const run = path.match(/^\/inbox\/runs\/([0-9a-f-]{36})$/i);
     if (run) return showRun(run[1].toLowerCase());
+    if (path === "/inbox/runs") return showRuns();
     return showQueue(approval ? approval[1].toLowerCase() : null);
   }
 
@@ -376,12 +405,14 @@
       for (const item of await everyPage("/v1/approvals?state=pending&limit=200")) upsert(list, item);
     }
     refreshEmpty(list, empty, only);
+    if (!only) view.append(decidedPanel());
     if (page.manager && !only) view.append(grantsPanel());
     clearInterval(page.ticking);
     page.ticking = setInterval(() => refreshTimes(list), 10_000);
     follow(
       "/v1/approvals/events",
       (type, item) => {
+        if (type === "approval.decided" && !only) noteDecided(item);
         if (!wanted(item)) return false;
         if (type === "approval.escalated") settle(item);
         if (item.state === "pending") upsert(list, item);
@@ -451,10 +482,14 @@
       element("dd", { "data-field": "agent", text: "…" }),
       element("dt", { text: "Started by" }),
       element("dd", { "data-field": "creator", text: "…" }),
-      element("dt", { text: "Waiting" }),
-      element("dd", { "data-field": "age", "data-since": created.toISOString(), text: ago(created) }),
-      element("dt", { text: "Expires" }),
-      element("dd", { "data-field": "expiry", "data-at": expires.toISOString(), text: until(expires) }),
+      ...(item.state === "pending"
+        ? [
+            element("dt", { text: "Waiting" }),
+            element("dd", { "data-field": "age", "data-since": created.toISOString(), text: ago(created) }),
+            element("dt", { text: "Expires" }),
+            element("dd", { "data-field": "expiry", "data-at": expires.toISOString(), text: until(expires) }),
+          ]
+        : closedFacts(item)),
       ...policyFacts(item),
     );
     article.append(
@@ -468,6 +503,7 @@
       facts,
       element("h4", { text: "Arguments" }),
       element("pre", { "aria-label": "Arguments as JSON", text: showJson(item.arguments, 2) }),
+      ...textArguments(item.arguments),
     );
     const preview = element("div", { class: "preview" });
     const history = element("details", {}, element("summary", { text: "The run's last messages" }));
@@ -481,12 +517,52 @@
         article.append(
           element("h4", { text: "Arguments as edited" }),
           element("pre", { "aria-label": "Arguments as edited", text: showJson(item.decision_args, 2) }),
+          ...textArguments(item.decision_args, "as edited"),
         );
       }
+      // What the reviewer saw when deciding: the preview kept then (the call has written its file since).
+      const ran = item.decision === "approve" || item.decision === "edit";
+      if (ran && !item.grant_id && PREVIEWED.includes(item.tool_name)) showPreview(item, preview);
     }
     describeRun(item, article, history);
     return article;
   }
+
+  // A closed approval says when and how it closed, not how long it waited or when it would expire.
+  function closedFacts(item) {
+    if (item.state === "decided" && item.decided_at) {
+      const at = new Date(item.decided_at);
+      return [
+        element("dt", { text: "Decided" }),
+        element("dd", { "data-field": "decided-at", "data-since": at.toISOString(), text: `${ago(at)} ago (${at.toLocaleString()})` }),
+      ];
+    }
+    return [element("dt", { text: "State" }), element("dd", { "data-field": "state", text: item.state })];
+  }
+
+  // A string argument that spans lines (a file's content, say) shown as the text it is, below the exact JSON.
+  function textArguments(args, suffix = "") {
+    if (!args || typeof args !== "object" || Array.isArray(args)) return [];
+    const shown = [];
+    for (const key of keysOf(args)) {
+      const value = args[key];
+      if (typeof value !== "string" || !value.includes("\n")) continue;
+      const name = `${key}${suffix ? ` ${suffix}` : ""} as text`;
+      shown.push(
+        element(
+          "figure",
+          { class: "text-argument" },
+          element("figcaption", {}, element("code", { text: key }), ` ${suffix ? `${suffix}, ` : ""}as text`),
+          element("pre", { "aria-label": name, text: value }),
+        ),
+      );
+    }
+    return shown;
+  }
+
+  const myVote = (item) => (item.votes || []).find((vote) => page.me && vote.user_id === page.me.user_id);
+  const approvalsOf = (item) => (item.votes || []).filter((vote) => vote.vote === "approve").length;
+  const who = (id) => page.users.get(id) || (page.me && id === page.me.user_id ? page.me.email : id);
 
   // Who may decide (the rule's reviewers) and, under a quorum, how many approvals the call has of how many.
   function policyFacts(item) {
@@ -505,8 +581,9 @@
       facts.push(element("dt", { text: "On expiry" }), element("dd", { "data-field": "on-expiry", text }));
     }
     if (item.approvals_required > 1) {
-      const approvals = (item.votes || []).filter((vote) => vote.vote === "approve").length;
-      const text = `${approvals} of ${item.approvals_required}`;
+      const tally = `${approvalsOf(item)} of ${item.approvals_required}`;
+      const mine = myVote(item);
+      const text = mine ? `You ${mine.vote === "approve" ? "approved" : "rejected"} — ${tally}` : tally;
       facts.push(element("dt", { text: "Approvals" }), element("dd", { "data-field": "votes", text }));
     }
     return facts;
@@ -523,9 +600,9 @@
 
   function decidedText(item) {
     if (item.state !== "decided") return `This approval is ${item.state}.`;
-    const who = page.users.get(item.decided_by) || item.decided_by;
-    if (item.grant_id) return `Approved by a standing approval (${item.grant_id}) that ${who} created.`;
-    return `Decided: ${item.decision} by ${who}${item.decision_message ? ` (“${item.decision_message}”)` : ""}.`;
+    const by = who(item.decided_by);
+    if (item.grant_id) return `Approved by a standing approval (${item.grant_id}) that ${by} created.`;
+    return `Decided: ${item.decision} by ${by}${item.decision_message ? ` (“${item.decision_message}”)` : ""}.`;
   }
 
   async function describeRun(item, article, history) {
@@ -577,12 +654,17 @@
       return;
     }
     if (preview.kind !== "file") return;
+    const decided = item.state !== "pending";
+    if (decided && preview.as_of !== "decision") {
+      holder.append(element("p", { class: "reason", "data-field": "no-kept-preview", text: NOTHING_KEPT }));
+      return;
+    }
     const verb = item.tool_name === "edit_file" ? "Edits" : "Writes";
     if (preview.path === null) {
       holder.append(element("p", { class: "problem", text: `The tool would refuse this call: ${preview.error}` }));
       return;
     }
-    holder.append(element("h4", { text: `Change to ${preview.path}` }));
+    holder.append(element("h4", { text: `Change to ${preview.path}${decided ? ", as it was when decided" : ""}` }));
     if (preview.path_differs) {
       const notice = `${verb} ${preview.path} — the call wrote the path as ${preview.file_path}`;
       holder.append(element("p", { class: "notice", "data-field": "path-differs", text: notice }));
@@ -602,23 +684,73 @@
       preview.storage === "agent"
         ? "This file belongs to the agent: /memories/ and /skills/ persist across its runs."
         : "This file belongs to the run: scratch space that lasts for this run only.";
+    if (preview.as_of === "decision") return preview.exists ? owner : `${owner} It did not exist: the call created it.`;
     return preview.exists ? owner : `${owner} It does not exist yet: the call creates it.`;
   }
 
-  // The server's unified diff, one line a row: "+ " added, "- " removed, "  " kept, and the hunks' headers.
+  // The server's unified diff, one line a row: the marker (+ added, − removed) in a column of its own, apart from
+  // the line's text, so a removed Markdown bullet reads "− | - tea", never "- - tea". Within each change the removed
+  // lines come before the added ones, as in every unified diff.
+  const SPOKEN = { add: "added: ", del: "removed: ", same: "", hunk: "" };
+  const MARKS = { add: "+", del: "−", same: "", hunk: "" };
+
   function diffOf(diff) {
-    const pre = element("pre", { class: "diff", "aria-label": "Diff" });
-    const line = (kind, text) => pre.append(element("span", { class: kind, text: `${text}\n` }));
-    for (const row of diff.split("\n")) {
-      if (!row || row.startsWith("--- ") || row.startsWith("+++ ")) continue;
-      if (row.startsWith("@@")) line("hunk", row);
-      else if (row.startsWith("+")) line("add", `+ ${row.slice(1)}`);
-      else if (row.startsWith("-")) line("del", `- ${row.slice(1)}`);
-      else if (row.startsWith("\\")) line("note", row);
-      else line("same", `  ${row.slice(1)}`);
+    const lines = diffLines(diff);
+    if (!lines.length) {
+      return element("p", { class: "diff-none", "aria-label": "Diff", text: "No change: the call leaves the file as it is." });
     }
-    if (!pre.childNodes.length) pre.textContent = "(no change)";
+    const pre = element("pre", { class: "diff", "aria-label": "Diff" });
+    for (const [kind, text] of lines) {
+      pre.append(
+        element(
+          "span",
+          { class: `line ${kind}`, "data-kind": kind },
+          element("span", { class: "mark", "aria-hidden": "true", text: MARKS[kind] || "" }),
+          SPOKEN[kind] ? element("span", { class: "sr-only", text: SPOKEN[kind] }) : null,
+          element("span", { class: "text", text }),
+        ),
+      );
+    }
     return pre;
+  }
+
+  // [kind, text] for each row the diff shows. The file header ("--- a/…", "+++ b/…") is read only before the first
+  // hunk: inside one, "--- x" is the removed line "-- x". A "\ No newline" note stays with the line it follows.
+  function diffLines(diff) {
+    const lines = [];
+    let removed = [];
+    let added = [];
+    let last = lines;
+    let inHunk = false;
+    const flush = () => {
+      lines.push(...removed, ...added);
+      removed = [];
+      added = [];
+    };
+    for (const row of diff.split("\n")) {
+      if (row.startsWith("@@")) {
+        flush();
+        inHunk = true;
+        lines.push(["hunk", row]);
+        last = lines;
+      } else if (!inHunk || row === "") {
+        continue;
+      } else if (row.startsWith("-")) {
+        removed.push(["del", row.slice(1)]);
+        last = removed;
+      } else if (row.startsWith("+")) {
+        added.push(["add", row.slice(1)]);
+        last = added;
+      } else if (row.startsWith("\\")) {
+        last.push(["note", row]);
+      } else {
+        flush();
+        lines.push(["same", row.slice(1)]);
+        last = lines;
+      }
+    }
+    flush();
+    return lines;
   }
 
   // --- decisions -------------------------------------------------------------------------------------------
@@ -629,18 +761,20 @@
     const form = element("div", { class: "form" });
     const problem = element("div", { class: "problem", role: "alert" });
     const labels = { approve: "Approve", edit: "Edit", reject: "Reject", respond: "Respond" };
+    // A quorum's reviewer votes once: after their vote nothing is left for them to do here (a second is a 409).
+    const why = !page.manager ? MEMBER_REASON : myVote(item) ? VOTED_REASON : null;
     for (const decision of ["approve", "edit", "reject", "respond"]) {
       if (!item.allowed_decisions.includes(decision)) continue;
       const button = element("button", {
         type: "button",
-        disabled: !page.manager,
-        "aria-describedby": page.manager ? null : reasonId,
+        disabled: why !== null,
+        "aria-describedby": why === null ? null : reasonId,
         text: labels[decision],
       });
       button.addEventListener("click", () => open(item, decision, form, problem));
       box.append(button);
     }
-    if (!page.manager) box.append(element("p", { class: "reason", id: reasonId, text: MEMBER_REASON }));
+    if (why !== null) box.append(element("p", { class: "reason", id: reasonId, text: why }));
     if (page.manager && item.allowed_decisions.includes("approve") && !(item.approvals_required > 1)) {
       box.append(rememberControls(item));
     }
@@ -740,10 +874,24 @@
     try {
       const result = await call("POST", `/v1/runs/${runId}/approvals`, { decisions });
       if (decisions.some((decision) => decision.remember)) refreshGrants();
+      confirm(result);
       for (const answered of result.approvals) settle(answered);
     } catch (error) {
       showProblem(problem, error.body || { detail: error.message });
     }
+  }
+
+  // Say what each decision did: the card goes (or, for a vote, stays with the new tally), and the reviewer reads why.
+  function confirm(result) {
+    const resumes = result.run.state === "queued";
+    const lines = result.approvals.map((answered) => {
+      if (answered.state === "pending") {
+        return `Your vote is recorded — ${approvalsOf(answered)} of ${answered.approvals_required} approvals (${answered.tool_name})`;
+      }
+      const [done, then] = CONFIRMED[answered.decision] || [`Decided: ${answered.decision}`, "the run resumes"];
+      return `${done} — ${resumes ? then : LATER} (${answered.tool_name})`;
+    });
+    $("confirmation").replaceChildren(...lines.map((text) => element("p", { text })));
   }
 
   function settle(item) {
@@ -769,6 +917,80 @@
       }
       holder.append(list);
     }
+  }
+
+  // --- recently decided -------------------------------------------------------------------------------------
+  // The list reads every decided approval the token may see (the API lists them oldest first, so the newest are on
+  // its last page) and keeps the newest; the tenant stream's approval.decided events add to it live.
+
+  function decidedPanel() {
+    const body = element("tbody");
+    const table = element(
+      "table",
+      { "aria-label": "Recently decided", hidden: true },
+      element(
+        "thead",
+        {},
+        element(
+          "tr",
+          {},
+          ...["Tool", "Run", "Agent", "Decision", "By", "When"].map((name) => element("th", { scope: "col", text: name })),
+        ),
+      ),
+      body,
+    );
+    const empty = element("p", { class: "empty", text: "Nothing decided yet." });
+    const problem = element("div", { class: "problem", role: "alert" });
+    page.decided = { table, body, empty, problem, items: new Map() };
+    loadDecided();
+    return element(
+      "section",
+      { "aria-labelledby": "decided-title", class: "grants decided" },
+      element("h2", { id: "decided-title", text: "Recently decided" }),
+      empty,
+      table,
+      problem,
+    );
+  }
+
+  async function loadDecided() {
+    const panel = page.decided;
+    try {
+      for (const item of await everyPage("/v1/approvals?state=decided&limit=200", 10_000)) noteDecided(item);
+    } catch (error) {
+      if (panel) showProblem(panel.problem, error.body || { detail: error.message });
+    }
+  }
+
+  function noteDecided(item) {
+    const panel = page.decided;
+    if (!panel || item.state !== "decided" || !item.decided_at) return;
+    panel.items.set(item.id, item);
+    const newest = [...panel.items.values()].sort((a, b) => Date.parse(b.decided_at) - Date.parse(a.decided_at));
+    for (const old of newest.slice(RECENTLY_DECIDED)) panel.items.delete(old.id);
+    panel.body.replaceChildren(...newest.slice(0, RECENTLY_DECIDED).map(decidedRow));
+    panel.empty.hidden = panel.items.size > 0;
+    panel.table.hidden = panel.items.size === 0;
+  }
+
+  function decidedRow(item) {
+    const agent = element("td", { "data-field": "agent", text: "…" });
+    cached(page.runs, item.run_id, () => call("GET", `/v1/runs/${item.run_id}`))
+      .then((run) => cached(page.agents, run.agent_id, () => call("GET", `/v1/agents/${run.agent_id}`)))
+      .then((found) => (agent.textContent = found.name))
+      .catch(() => (agent.textContent = "—"));
+    const at = new Date(item.decided_at);
+    const decision = item.grant_id ? "approve (standing approval)" : item.decision;
+    return element(
+      "tr",
+      { "data-approval": item.id },
+      element("td", {}, element("a", { href: `/inbox/approvals/${item.id}` }, element("code", { text: item.tool_name }))),
+      element("td", {}, element("a", { href: `/inbox/runs/${item.run_id}`, text: item.run_id.slice(0, 8) })),
+      agent,
+      element("td", { "data-field": "decision", text: decision }),
+      element("td", { "data-field": "by", text: who(item.decided_by) }),
+      element("td", { "data-field": "decided-at", "data-since": at.toISOString(), title: at.toLocaleString(), text: `${ago(at)} ago` }),
+    );
   }
 
   // --- standing approvals ------------------------------------------------------------------------------------
@@ -872,6 +1094,10 @@
 
   function refreshTimes(root) {
     for (const node of root.querySelectorAll('[data-field="age"]')) node.textContent = ago(new Date(node.dataset.since));
+    for (const node of document.querySelectorAll('[data-field="decided-at"]')) {
+      const at = new Date(node.dataset.since);
+      node.textContent = node.tagName === "TD" ? `${ago(at)} ago` : `${ago(at)} ago (${at.toLocaleString()})`;
+    }
     for (const node of root.querySelectorAll('[data-field="expiry"]')) node.textContent = until(new Date(node.dataset.at));
   }
 
@@ -886,7 +1112,7 @@
       view.replaceChildren(element("p", { class: "problem", text: error.message }));
       return;
     }
-    const state = element("dd", { text: run.state });
+    const state = element("dd", { "data-field": "state", text: run.state });
     const events = element("ol", { "aria-label": "Events" });
     const messages = element("section", { "aria-label": "Messages" });
     view.replaceChildren(
@@ -904,11 +1130,70 @@
       `/v1/runs/${runId}/events`,
       (type, data) => {
         events.append(element("li", {}, element("code", { text: type }), ` ${summary(data)}`));
-        if (type.startsWith("run.")) state.textContent = type.slice(4);
+        // The run's state as the API says it (succeeded, failed…), read again when an event may have moved it.
+        if (type.startsWith("run.")) {
+          call("GET", `/v1/runs/${runId}`)
+            .then((now) => (state.textContent = now.state))
+            .catch(() => {});
+        }
         if (type === "message.created" || type === "run.finished" || type.startsWith("tool.")) refreshMessages();
         return type === "run.finished";
       },
       page.abort.signal,
+    );
+  }
+
+  // --- the runs ----------------------------------------------------------------------------------------------
+
+  async function showRuns() {
+    const view = $("view");
+    const body = element("tbody");
+    const table = element(
+      "table",
+      { "aria-label": "Runs" },
+      element(
+        "thead",
+        {},
+        element(
+          "tr",
+          {},
+          ...["Run", "Agent", "State", "Created", "Started by"].map((name) => element("th", { scope: "col", text: name })),
+        ),
+      ),
+      body,
+    );
+    const more = element("button", { type: "button", text: "Show older runs", hidden: true });
+    const problem = element("div", { class: "problem", role: "alert" });
+    view.replaceChildren(element("h2", { text: "Runs" }), element("section", { class: "grants" }, table, more, problem));
+    let cursor = null;
+    const load = async () => {
+      try {
+        const path = `/v1/runs?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+        const found = await call("GET", path);
+        body.append(...found.items.map(runRow));
+        cursor = found.next_cursor;
+        more.hidden = !cursor;
+      } catch (error) {
+        showProblem(problem, error.body || { detail: error.message });
+      }
+    };
+    more.addEventListener("click", load);
+    await load();
+  }
+
+  function runRow(run) {
+    const agent = element("td", { text: "…" });
+    cached(page.agents, run.agent_id, () => call("GET", `/v1/agents/${run.agent_id}`))
+      .then((found) => (agent.textContent = found.name))
+      .catch(() => (agent.textContent = run.agent_id));
+    return element(
+      "tr",
+      { "data-run": run.id },
+      element("td", {}, element("a", { href: `/inbox/runs/${run.id}` }, element("code", { text: run.id }))),
+      agent,
+      element("td", { "data-field": "state", text: run.state }),
+      element("td", { text: new Date(run.created_at).toLocaleString() }),
+      element("td", { text: page.manager ? who(run.created_by) : "you" }),
     );
   }
 

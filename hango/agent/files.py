@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from hango.agent.paths import normalize_path
+
 
 @dataclass(frozen=True)
 class FileInfo:
@@ -53,3 +55,40 @@ class FileSystem(Protocol):
     def storage(self, path: str) -> StorageUse:
         """The bytes (paths and contents) stored by the owner of ``path`` (the run's scratch or the agent) and by it."""
         ...
+
+
+@dataclass(frozen=True)
+class OneFile:
+    """A read-only copy of one file and of its owner's storage use: all that planning one call's change reads.
+
+    The decision service plans the change of a call it approves on one of these, read from the store beforehand,
+    so the planning, which is the agent core's, never calls back up into the store. Any other path is a
+    :class:`LookupError`, and writing is refused: a copy that answered for files it does not hold would plan
+    another change than the tool makes.
+    """
+
+    path: str
+    content: str | None
+    use: StorageUse
+
+    def read(self, path: str, *, for_update: bool = False) -> str | None:
+        """The file's content, or ``None`` when it does not exist (nothing is locked: it is a copy)."""
+        return self.content if self._held(path) else None
+
+    def write(self, path: str, content: str) -> None:
+        """Refused: the copy is read-only."""
+        raise PermissionError(f"a copy of {self.path} cannot be written")
+
+    def list_files(self, prefix: str = "/") -> list[FileInfo]:
+        """Refused: the copy holds one file, not a listing."""
+        raise LookupError(f"a copy of {self.path} lists no files")
+
+    def storage(self, path: str) -> StorageUse:
+        """The storage use of the file's owner, as read with it."""
+        self._held(path)
+        return self.use
+
+    def _held(self, path: str) -> bool:
+        if normalize_path(path) != self.path:
+            raise LookupError(f"a copy of {self.path} holds nothing of {path}")
+        return True

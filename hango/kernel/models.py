@@ -415,6 +415,9 @@ class PendingApproval(Base):
     expiry_action: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Why the call waits, in the words of the rule that held it (migration 0009); null: the rule gave none.
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The preview of a decided approve or edit of a file tool, worked out at decision time with the arguments that
+    # run (migration 0010), as :class:`hango.services.previews.Preview` fields; null: none was kept.
+    decision_preview: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     # The standing approval that decided this call without a human, if one did.
     grant_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("grants.id", ondelete="SET NULL"), nullable=True)
     # A quorum's votes, oldest first (written in Core by the decision service, hence read-only here). Loaded in

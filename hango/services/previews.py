@@ -9,13 +9,18 @@ same normalisation, the same owner, the same edit, the same refusal. It writes n
 
 Diffing is quadratic at worst, and it runs inside an API request: only the part of the file that changes is
 diffed (the common head and tail are skipped in linear time), and only up to :class:`DiffLimits`.
+
+Once the call has run, its file holds what the call wrote, and a preview worked out then diffs the file against
+itself. The decision service therefore works out the preview of each approve and edit at decision time, with the
+arguments that will run, and keeps it with the approval (:func:`kept_preview`); a decided approval's preview is
+then that one (:func:`from_kept`, ``as_of`` ``decision``).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from hango.agent.files import FileSystem
@@ -27,6 +32,8 @@ from hango.kernel.config import Settings
 
 Storage = Literal["agent", "run"]
 PreviewKind = Literal["file", "none"]
+# Whether a preview was worked out now, on the files as they are, or kept from the decision.
+AsOf = Literal["now", "decision"]
 
 # Lines of unchanged text shown around each change, as ``diff -u`` and git show them.
 CONTEXT_LINES = 3
@@ -74,11 +81,28 @@ class Preview:
     diff: str | None = None
     too_large: bool = False
     note: str | None = None
+    as_of: AsOf = "now"
 
     @property
     def path_differs(self) -> bool:
         """Whether the tool writes another spelling of the path than the call wrote."""
         return self.path is not None and self.path != self.file_path
+
+
+def planned_path(tools: ToolRegistry, tool_name: str, arguments: dict[str, Any]) -> str | None:
+    """The normalised path whose file a call of ``tool_name`` would change, as the tool writes it; ``None`` for a
+    tool that changes no file hango can show, or a path the tool refuses (the call then writes nothing)."""
+    if not _previewable(tools, tool_name):
+        return None
+    raw = arguments.get("file_path")
+    path, _ = _normalised(raw if isinstance(raw, str) else None)
+    return path
+
+
+def _previewable(tools: ToolRegistry, tool_name: str) -> bool:
+    # A deployment may register a tool of its own under a built-in's name: its effect is not the built-in's.
+    tool = tools.get(tool_name)
+    return tool_name in FILE_CHANGES and tool is not None and tool is _BUILTIN[tool_name]
 
 
 def preview_call(
@@ -90,11 +114,9 @@ def preview_call(
     arguments: dict[str, Any],
 ) -> Preview:
     """What a call of ``tool_name`` with ``arguments`` would make of its file in ``files``; nothing is written."""
-    plan = FILE_CHANGES.get(tool_name)
-    tool = tools.get(tool_name)
-    # A deployment may register a tool of its own under a built-in's name: its effect is not the built-in's.
-    if plan is None or tool is None or tool is not _BUILTIN[tool_name]:
+    if not _previewable(tools, tool_name):
         return Preview("none", tool_name, note=f"{tool_name} calls change no file hango can show: read the arguments")
+    plan, tool = FILE_CHANGES[tool_name], _BUILTIN[tool_name]
     raw = arguments.get("file_path")
     written = raw if isinstance(raw, str) else None
     path, error = _normalised(written)
@@ -110,6 +132,31 @@ def preview_call(
     except ToolError as exc:
         return replace(shown, error=str(exc))
     return _with_diff(shown, before, change, diff_limits)
+
+
+def kept_preview(
+    tools: ToolRegistry,
+    files: FileSystem,
+    limits: ToolLimits,
+    diff_limits: DiffLimits,
+    tool_name: str,
+    arguments: dict[str, Any],
+) -> dict[str, Any] | None:
+    """What a decision keeps of the preview of a call about to run with ``arguments``, worked out on ``files`` (a
+    :class:`~hango.agent.files.OneFile` of :func:`planned_path` will do): the preview's fields as JSON, or ``None``
+    for a tool that changes no file the server can show (there is nothing to keep)."""
+    shown = preview_call(tools, files, limits, diff_limits, tool_name, arguments)
+    if shown.kind != "file":
+        return None
+    kept = asdict(shown)
+    del kept["as_of"]
+    return kept
+
+
+def from_kept(kept: dict[str, Any]) -> Preview:
+    """The preview a decision kept (:func:`kept_preview`), marked ``as_of`` ``decision``."""
+    known = {item.name for item in fields(Preview)} - {"as_of"}
+    return Preview(**{name: value for name, value in kept.items() if name in known}, as_of="decision")
 
 
 def _normalised(written: str | None) -> tuple[str | None, str | None]:

@@ -340,7 +340,7 @@ def _decided_values(row: PendingApproval) -> dict[str, Any]:
 
 _APPROVALS = cast(Table, PendingApproval.__table__)
 # Built once; executed with one parameter set per decided row. Arguments are SQL NULL unless the decision is an
-# edit (a JSON column would otherwise store None as JSON ``null``).
+# edit, and the preview unless one was kept (a JSON column would otherwise store None as JSON ``null``).
 _DECIDE = (
     update(_APPROVALS)
     .where(_APPROVALS.c.id == bindparam("approval_id"))
@@ -351,16 +351,18 @@ _DECIDE = (
         decision_message=bindparam("decision_message"),
         decided_by=bindparam("decided_by"),
         decided_at=bindparam("decided_at"),
+        decision_preview=bindparam("decision_preview", type_=JSONB(none_as_null=True)),
     )
 )
 
 
 def record_decisions(session: Session, decided: Sequence[tuple[PendingApproval, dict[str, Any]]]) -> None:
     """Store decisions on loaded rows in one statement: each pair is a row and its ``decision``,
-    ``decision_args``, ``decision_message``, ``decided_by`` and ``decided_at``. The rows then read as stored."""
+    ``decision_args``, ``decision_message``, ``decided_by``, ``decided_at`` and ``decision_preview`` (the preview
+    the decision keeps, or ``None``). The rows then read as stored."""
     if not decided:  # a request of votes alone, none of them final
         return
-    session.execute(_DECIDE, [{"approval_id": row.id, **values} for row, values in decided])
+    session.execute(_DECIDE, [{"approval_id": row.id, "decision_preview": None, **values} for row, values in decided])
     for row, values in decided:
         for name, value in {"state": "decided", **values}.items():
             set_committed_value(row, name, value)

@@ -10,7 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from hango.agent.deadline import shielded_call
-from hango.agent.files import FileInfo, StorageUse
+from hango.agent.files import FileInfo, OneFile, StorageUse
 from hango.agent.paths import is_agent_path, normalize_path
 from hango.kernel.auth import Principal
 from hango.kernel.errors import NotFound
@@ -36,9 +36,7 @@ class SqlFileSystem:
         self._run_id = run_id
 
     def _owner(self, path: str) -> ColumnElement[bool]:
-        if is_agent_path(path):
-            return (File.tenant_id == self._tenant_id) & (File.agent_id == self._agent_id)
-        return (File.tenant_id == self._tenant_id) & (File.run_id == self._run_id)
+        return _owned_by(self._tenant_id, self._agent_id, self._run_id, path)
 
     def _visible(self) -> ColumnElement[bool]:
         return (File.tenant_id == self._tenant_id) & ((File.agent_id == self._agent_id) | (File.run_id == self._run_id))
@@ -47,8 +45,7 @@ class SqlFileSystem:
     def read(self, path: str, *, for_update: bool = False) -> str | None:
         """The file's content, or ``None`` when it does not exist; ``for_update`` locks it until commit."""
         path = normalize_path(path)
-        statement = select(File.content).where(self._owner(path), File.path == path)
-        return self._session.scalar(statement.with_for_update() if for_update else statement)
+        return _content(self._session, self._owner(path), path, for_update=for_update)
 
     @shielded_call
     def write(self, path: str, content: str) -> None:
@@ -99,18 +96,43 @@ class SqlFileSystem:
         ``octet_length`` reads a stored value's size without fetching, or decompressing, the value itself.
         """
         path = normalize_path(path)
-        size = func.octet_length(File.path) + func.octet_length(File.content)
-        statement = select(
-            func.coalesce(func.sum(size), 0), func.coalesce(func.sum(size).filter(File.path == path), 0)
-        ).where(self._owner(path))
-        owner_bytes, file_bytes = self._session.execute(statement).one()
-        return StorageUse(int(owner_bytes), int(file_bytes))
+        return _storage_use(self._session, self._owner(path), path)
+
+
+def _owned_by(tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID, path: str) -> ColumnElement[bool]:
+    """The files of the owner of a normalised ``path``: the agent's for ``/memories/`` and ``/skills/``, else the
+    run's."""
+    if is_agent_path(path):
+        return (File.tenant_id == tenant_id) & (File.agent_id == agent_id)
+    return (File.tenant_id == tenant_id) & (File.run_id == run_id)
+
+
+def _content(session: Session, owner: ColumnElement[bool], path: str, *, for_update: bool = False) -> str | None:
+    statement = select(File.content).where(owner, File.path == path)
+    return session.scalar(statement.with_for_update() if for_update else statement)
+
+
+def _storage_use(session: Session, owner: ColumnElement[bool], path: str) -> StorageUse:
+    size = func.octet_length(File.path) + func.octet_length(File.content)
+    statement = select(
+        func.coalesce(func.sum(size), 0), func.coalesce(func.sum(size).filter(File.path == path), 0)
+    ).where(owner)
+    owner_bytes, file_bytes = session.execute(statement).one()
+    return StorageUse(int(owner_bytes), int(file_bytes))
 
 
 def run_files(session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID) -> SqlFileSystem:
     """The files a run's tools see: its scratch files and its agent's ``/memories/`` and ``/skills/``. The worker's
     tools and the approval preview both read them through here, so both resolve a path to the same owner."""
     return SqlFileSystem(session, tenant_id, agent_id, run_id)
+
+
+def one_file(session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID, path: str) -> OneFile:
+    """A copy of the file at ``path`` as a run's tools see it, with its owner's storage use: what planning one
+    change needs, for the decision service's preview. Read outside any tool call, so without a deadline's shield."""
+    path = normalize_path(path)
+    owner = _owned_by(tenant_id, agent_id, run_id, path)
+    return OneFile(path, _content(session, owner, path), _storage_use(session, owner, path))
 
 
 def find_agent_file(

@@ -64,6 +64,7 @@ def test_a_write_is_previewed_for_the_normalised_path_the_tool_writes(
         "diff": "--- a/memories/AGENTS.md\n+++ b/memories/AGENTS.md\n@@ -1,2 +1,2 @@\n kept\n-old line\n+new line\n",
         "too_large": False,
         "note": None,
+        "as_of": "now",
     }
     # And the tool did write that file.
     assert decide(client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
@@ -218,6 +219,7 @@ def test_a_tool_that_changes_no_file_has_no_preview(
         "diff": None,
         "too_large": False,
         "note": f"{tool} calls change no file hango can show: read the arguments",
+        "as_of": "now",
     }
 
 
@@ -257,9 +259,92 @@ def test_the_preview_is_documented_in_the_openapi_document(client: FlaskClient) 
         "diff",
         "too_large",
         "note",
+        "as_of",
     }
+    assert schema["properties"]["as_of"]["enum"] == ["now", "decision"]
     assert all(
         prop.get("description")
         for name, prop in schema["properties"].items()
         if name not in {"approval_id", "tool_name"}
     )
+    assert "decision" in schema["properties"]["as_of"]["description"]
+
+
+# A decided call has written its file: its preview is the one kept when the reviewer decided (issue 25).
+
+KEPT_DIFF = "--- a/memories/AGENTS.md\n+++ b/memories/AGENTS.md\n@@ -1,2 +1,2 @@\n kept\n-old line\n+{}\n"
+
+
+def test_an_approved_write_keeps_the_diff_the_reviewer_saw_after_the_call_wrote_the_file(
+    client: FlaskClient, tenant: TenantFixture
+) -> None:
+    call = {"id": "w", "name": "write_file", "args": {"file_path": MEMORY, "content": "kept\nnew line\n"}}
+    run_id = _suspended_with_memory(client, tenant, [call], "kept\nold line\n")
+    [approval] = pending(client, tenant.owner, run_id)
+    before = _preview(client, tenant.owner, approval["id"])
+    assert before["as_of"] == "now"
+    assert decide(client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    after = _preview(client, tenant.owner, approval["id"])
+    assert after == {**before, "as_of": "decision"}
+    assert after["diff"] == KEPT_DIFF.format("new line")
+
+
+def test_an_edit_keeps_the_diff_of_the_reviewers_arguments(client: FlaskClient, tenant: TenantFixture) -> None:
+    call = {"id": "w", "name": "write_file", "args": {"file_path": MEMORY, "content": "kept\nthe model's line\n"}}
+    run_id = _suspended_with_memory(client, tenant, [call], "kept\nold line\n")
+    [approval] = pending(client, tenant.owner, run_id)
+    edit = {"tool_call_id": "w", "decision": "edit", "args": {"file_path": MEMORY, "content": "kept\nmine\n"}}
+    assert decide(client, tenant.owner, run_id, edit).status_code == 200
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    kept = _preview(client, tenant.owner, approval["id"])
+    assert (kept["as_of"], kept["diff"]) == ("decision", KEPT_DIFF.format("mine"))
+
+
+def test_a_reject_and_a_tool_that_changes_no_file_keep_no_preview(client: FlaskClient, tenant: TenantFixture) -> None:
+    calls = [
+        {"id": "w", "name": "write_file", "args": {"file_path": MEMORY, "content": "kept\nnew line\n"}},
+        {"id": "r", "name": "read_file", "args": {"file_path": MEMORY}},
+    ]
+    run_id = _suspended_with_memory(
+        client, tenant, calls, "kept\nold line\n", interrupt_on={"write_file": True, "read_file": True}
+    )
+    ids = {item["tool_call_id"]: item["id"] for item in pending(client, tenant.owner, run_id)}
+    reject = {"tool_call_id": "w", "decision": "reject", "message": "no"}
+    assert decide(client, tenant.owner, run_id, reject, {"tool_call_id": "r", "decision": "approve"}).status_code == 200
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    rejected, read = _preview(client, tenant.owner, ids["w"]), _preview(client, tenant.owner, ids["r"])
+    assert (rejected["as_of"], rejected["diff"]) == ("now", KEPT_DIFF.format("new line"))  # nothing was written
+    assert (read["as_of"], read["kind"]) == ("now", "none")
+
+
+def test_a_quorum_keeps_the_preview_of_its_deciding_vote_only(client: FlaskClient, tenant: TenantFixture) -> None:
+    admin = tenant.add("admin")
+    call = {"id": "w", "name": "write_file", "args": {"file_path": MEMORY, "content": "kept\nnew line\n"}}
+    rule = {"write_file": {"approvals_required": 2}}
+    run_id = _suspended_with_memory(client, tenant, [call], "kept\nold line\n", interrupt_on=rule)
+    [approval] = pending(client, tenant.owner, run_id)
+    assert decide(client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    assert _preview(client, tenant.owner, approval["id"])["as_of"] == "now"  # a vote decides nothing yet
+    assert decide(client, admin, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    kept = _preview(client, tenant.owner, approval["id"])
+    assert (kept["as_of"], kept["diff"]) == ("decision", KEPT_DIFF.format("new line"))
+
+
+def test_a_standing_approvals_automatic_approve_keeps_no_preview(client: FlaskClient, tenant: TenantFixture) -> None:
+    call = {"id": "w", "name": "write_file", "args": {"file_path": MEMORY, "content": "kept\nnew line\n"}}
+    agent_id = create_agent(client, tenant.owner, [{"tool_calls": [call]}, {"text": "Done."}])
+    put = client.put(
+        f"/v1/agents/{agent_id}/files{MEMORY}", json={"content": "kept\nold line\n"}, headers=tenant.owner.headers
+    )
+    assert put.status_code == 200, put.json
+    grant = {"agent_id": agent_id, "tool_name": "write_file", "ttl": "1h"}
+    assert client.post("/v1/grants", json=grant, headers=tenant.owner.headers).status_code == 201
+    run_id = start_run(client, tenant.owner, agent_id)
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    [approval] = pending(client, tenant.owner, run_id, "decided")
+    assert approval["grant_id"] is not None
+    preview = _preview(client, tenant.owner, approval["id"])
+    # Nobody looked: the preview is worked out now, against the file the call has written.
+    assert (preview["as_of"], preview["diff"]) == ("now", "")

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.usefixtures("worker_process")
 CHROMIUM = "/usr/bin/chromium"
 SCRIPT = [{"text": "Saving.", "tool_calls": [write_memory("new line", call_id="w")]}, {"text": "Done."}]
 LIVE = 15_000  # ms: how long the page may take to show what the stream says
+MINUS = "\u2212"  # a removed line's marker, in its own column
 
 
 @pytest.fixture(scope="module")
@@ -57,18 +58,31 @@ def page(browser: Browser) -> Iterator[Page]:
     context.close()
 
 
-def _sign_in(page: Page, server: str, person: Person, path: str = "/inbox") -> None:
+def sign_in(page: Page, server: str, person: Person, path: str = "/inbox") -> None:
     page.goto(server + path)
     page.get_by_role("textbox", name="Token").fill(person.token)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_text("Signed in as")).to_be_visible()
 
 
+def diff_rows(diff: Locator) -> list[tuple[str, str, str]]:
+    """A shown diff's rows: (kind, marker, text), the marker in its own column apart from the line's text."""
+    rows: list[list[str]] = diff.locator(".line").evaluate_all(
+        "rows => rows.map(row => [row.dataset.kind, row.querySelector('.mark').textContent,"
+        " row.querySelector('.text').textContent])"
+    )
+    return [(kind, mark, text) for kind, mark, text in rows]
+
+
+def _changed(diff: Locator) -> list[tuple[str, str, str]]:
+    return [row for row in diff_rows(diff) if row[0] in ("del", "add")]
+
+
 def _approval(page: Page, tool: str = "write_file") -> Locator:
     return page.get_by_role("article").filter(has_text=tool)
 
 
-def _shot(page: Page, name: str) -> None:
+def shot(page: Page, name: str) -> None:
     folder = os.environ.get("HANGO_INBOX_SCREENSHOTS")
     if folder:
         page.screenshot(path=str(Path(folder) / name), full_page=True)
@@ -85,7 +99,7 @@ def test_a_refused_token_stays_signed_out(page: Page, server: str) -> None:
 def test_an_approval_appears_live_and_approving_it_resumes_the_run(
     page: Page, server: str, client: FlaskClient, tenant: TenantFixture
 ) -> None:
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     expect(page.get_by_text("Nothing waits for a decision.")).to_be_visible()
     run_id = start_run(client, tenant.owner, create_agent(client, tenant.owner, SCRIPT))
     approval = _approval(page)
@@ -93,7 +107,7 @@ def test_an_approval_appears_live_and_approving_it_resumes_the_run(
     expect(approval).to_contain_text(run_id)
     expect(approval).to_contain_text(tenant.owner.email)
     expect(approval.get_by_label("Arguments as JSON")).to_contain_text('"content": "new line"')
-    _shot(page, "inbox-queue.png")
+    shot(page, "inbox-queue.png")
     [shown] = _pending(client, tenant.owner, run_id)
     with page.expect_request(lambda request: request.method == "POST") as sent:
         approval.get_by_role("button", name="Approve").click()
@@ -107,7 +121,7 @@ def test_an_edit_refused_by_the_schema_shows_its_field_errors_and_a_valid_edit_g
     page: Page, server: str, client: FlaskClient, tenant: TenantFixture
 ) -> None:
     run_id = suspended_run(client, tenant, SCRIPT)
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     approval = _approval(page)
     approval.get_by_role("button", name="Edit").click()
     arguments = approval.get_by_role("textbox", name="Arguments")
@@ -117,7 +131,7 @@ def test_an_edit_refused_by_the_schema_shows_its_field_errors_and_a_valid_edit_g
     approval.get_by_role("button", name="Submit edit").click()
     alert = approval.get_by_role("alert")
     expect(alert.get_by_role("list", name="Field errors")).to_contain_text("content")
-    _shot(page, "inbox-edit-refused.png")
+    shot(page, "inbox-edit-refused.png")
     assert [item["state"] for item in _pending(client, tenant.owner, run_id)] == ["pending"]
     arguments.fill('{"file_path": "/memories/AGENTS.md", "content": "edited by a human"}')
     approval.get_by_role("button", name="Submit edit").click()
@@ -132,7 +146,7 @@ def test_rejecting_with_a_message_tells_the_model(
     page: Page, server: str, client: FlaskClient, tenant: TenantFixture
 ) -> None:
     run_id = suspended_run(client, tenant, SCRIPT)
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     approval = _approval(page)
     approval.get_by_role("button", name="Reject").click()
     approval.get_by_role("textbox", name="Message").fill("not in my memory, please")
@@ -149,7 +163,7 @@ def test_a_member_sees_their_own_runs_approvals_read_only_and_why(
     suspended_run(client, tenant, SCRIPT, by=member)
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
-    _sign_in(page, server, member)
+    sign_in(page, server, member)
     expect(page.get_by_text(f"Signed in as {member.email} (member, read-only)")).to_be_visible()
     approval = _approval(page)
     expect(approval).to_be_visible()
@@ -162,7 +176,7 @@ def test_a_member_sees_their_own_runs_approvals_read_only_and_why(
     expect(approval.get_by_role("button", name="Approve")).to_have_accessible_description(
         "Members cannot decide approvals: an owner or admin of the tenant decides them."
     )
-    _shot(page, "inbox-member.png")
+    shot(page, "inbox-member.png")
 
 
 def test_a_file_write_shows_the_diff_against_the_file_now(
@@ -175,19 +189,18 @@ def test_a_file_write_shows_the_diff_against_the_file_now(
     assert written.status_code == 200, written.json
     run_id = start_run(client, tenant.owner, agent_id)
     assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval", "failed"})["state"] == "awaiting_approval"
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     diff = _approval(page).get_by_label("Diff")
-    expect(diff).to_contain_text("- kept")
-    expect(diff).to_contain_text("- old line")
-    expect(diff).to_contain_text("+ new line")
-    _shot(page, "inbox-diff.png")
+    expect(diff).to_be_visible()
+    assert _changed(diff) == [("del", MINUS, "kept"), ("del", MINUS, "old line"), ("add", "+", "new line")]
+    shot(page, "inbox-diff.png")
 
 
 def test_an_approval_decided_elsewhere_disappears_live(
     page: Page, server: str, client: FlaskClient, tenant: TenantFixture
 ) -> None:
     run_id = suspended_run(client, tenant, SCRIPT)
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     approval = _approval(page)
     expect(approval).to_be_visible()
     assert decide(client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
@@ -216,7 +229,7 @@ def test_a_runs_page_follows_its_events_live(
     page: Page, server: str, client: FlaskClient, tenant: TenantFixture
 ) -> None:
     run_id = suspended_run(client, tenant, SCRIPT)
-    _sign_in(page, server, tenant.owner, f"/inbox/runs/{run_id}")
+    sign_in(page, server, tenant.owner, f"/inbox/runs/{run_id}")
     events = page.get_by_role("list", name="Events")
     expect(events).to_contain_text("approval.requested")
     assert decide(client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
@@ -235,13 +248,13 @@ def test_a_standing_approval_shows_in_its_panel_and_revoking_it_removes_it(
         "when": {"file_path": {"prefix": "/memories/"}},
     }
     grant = client.post("/v1/grants", json=body, headers=tenant.owner.headers).json
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     panel = page.get_by_role("table", name="Standing approvals")
     row = panel.get_by_role("row").filter(has_text="edit_file")
     expect(row).to_contain_text("gardener")
     expect(row).to_contain_text("/memories/")
     expect(row).to_contain_text(tenant.owner.email)
-    _shot(page, "inbox-grants.png")
+    shot(page, "inbox-grants.png")
     row.get_by_role("button", name="Revoke").click()
     expect(row).to_have_count(0)
     expect(page.get_by_text("No standing approvals.")).to_be_visible()
@@ -254,7 +267,7 @@ def test_approve_and_remember_creates_a_grant_of_that_call_shown_in_the_panel(
     page: Page, server: str, client: FlaskClient, tenant: TenantFixture
 ) -> None:
     run_id = suspended_run(client, tenant, SCRIPT)
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     expect(page.get_by_text("No standing approvals.")).to_be_visible()
     approval = _approval(page)
     approval.get_by_role("checkbox", name="Remember this approval").check()
@@ -275,7 +288,7 @@ def test_a_member_sees_no_standing_approvals_and_cannot_remember(
 ) -> None:
     member = tenant.add("member")
     suspended_run(client, tenant, SCRIPT, by=member)
-    _sign_in(page, server, member)
+    sign_in(page, server, member)
     expect(_approval(page)).to_be_visible()
     expect(page.get_by_role("checkbox", name="Remember this approval")).to_have_count(0)
     expect(page.get_by_text("Standing approvals")).to_have_count(0)
@@ -303,7 +316,7 @@ def test_a_quorum_vote_keeps_the_card_with_its_tally_and_the_second_reviewer_dec
     admin = tenant.add("admin")
     rule = {"write_file": {"approvals_required": 2, "reviewers": {"roles": ["owner", "admin"]}}}
     run_id = suspended_run(client, tenant, SCRIPT, interrupt_on=rule)
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     approval = _approval(page)
     expect(approval).to_contain_text("0 of 2")
     expect(approval).to_contain_text("owners, admins")
@@ -313,7 +326,7 @@ def test_a_quorum_vote_keeps_the_card_with_its_tally_and_the_second_reviewer_dec
 
     context = browser.new_context()
     other = context.new_page()
-    _sign_in(other, server, admin)
+    sign_in(other, server, admin)
     second = _approval(other)
     expect(second).to_contain_text("1 of 2")
     second.get_by_role("button", name="Approve").click()
@@ -330,7 +343,7 @@ def test_a_reviewer_sends_the_calls_that_are_theirs_when_the_rest_belong_to_othe
     calls = [write_memory("a", call_id="mine"), {"id": "theirs", "name": "count", "args": {"key": "k"}}]
     rules = {"count": {"reviewers": {"users": [str(admin.user_id)]}}}
     run_id = suspended_run(client, tenant, [{"tool_calls": calls}, {"text": "ok"}], interrupt_on=rules)
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     mine = page.get_by_role("article", name="write_file")
     mine.get_by_role("button", name="Approve").click()
     expect(mine).to_contain_text("waits on 1 more call(s): count")
@@ -348,7 +361,7 @@ def test_a_card_says_what_its_deadline_does_and_is_redrawn_live_when_it_escalate
     escalate = {"escalate": {"users": [str(admin.user_id)]}, "ttl": "1h"}
     rule = {"write_file": {"ttl": "10m", "on_expiry": escalate}}
     run_id = suspended_run(client, tenant, SCRIPT, interrupt_on=rule)
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     card = _approval(page)
     expect(card).to_contain_text(f"escalated to {admin.email} for 1h")
     expect(card.locator('[data-field="expiry"]')).to_contain_text("in 10 min")
@@ -372,7 +385,7 @@ def test_a_big_integer_is_shown_edited_and_sent_exactly(
     call = {"id": "r", "name": "read_file", "args": {"file_path": "/notes.md", "offset": BIG}}
     script = [{"tool_calls": [call]}, {"text": "Done."}]
     run_id = suspended_run(client, tenant, script, interrupt_on={"read_file": True})
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     card = _approval(page, "read_file")
     expect(card.get_by_label("Arguments as JSON")).to_contain_text(f'"offset": {BIG}')
     # A rule without a description: the card still says why the call waits.
@@ -420,7 +433,7 @@ def test_a_card_previews_the_file_the_tool_will_write_however_the_path_is_spelle
     assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval", "failed"})["state"] == "awaiting_approval"
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     card = _approval(page)
     expect(card.locator('[data-field="description"]')).to_have_text(
         "Why it waits: Writes to the agent's persistent memories and skills need a reviewer."
@@ -428,13 +441,12 @@ def test_a_card_previews_the_file_the_tool_will_write_however_the_path_is_spelle
     expect(card.locator('[data-field="path-differs"]')).to_have_text(f"Writes {MEMORY} — {notice}")
     expect(card).to_contain_text("belongs to the agent")
     diff = card.get_by_label("Diff")
-    expect(diff).to_contain_text("- kept")
-    expect(diff).to_contain_text("- old line")
-    expect(diff).to_contain_text("+ new line")
+    expect(diff).to_be_visible()
+    assert _changed(diff) == [("del", MINUS, "kept"), ("del", MINUS, "old line"), ("add", "+", "new line")]
     # The page never builds a file URL from what the model wrote: the server resolved the path.
     assert not [url for url in asked if "/files" in url]
     if "#" in written:
-        _shot(page, "inbox-path-notice.png")
+        shot(page, "inbox-path-notice.png")
 
 
 def test_an_edit_card_shows_the_servers_diff_or_the_error_the_tool_would_answer(
@@ -452,10 +464,10 @@ def test_an_edit_card_shows_the_servers_diff_or_the_error_the_tool_would_answer(
         assert put.status_code == 200, put.json
         run_id = start_run(client, tenant.owner, agent_id)
         assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval"})["state"] == "awaiting_approval"
-    _sign_in(page, server, tenant.owner)
+    sign_in(page, server, tenant.owner)
     applies = page.get_by_role("article").filter(has_text='"old_string": "old line"')
-    expect(applies.get_by_label("Diff")).to_contain_text("- old line")
-    expect(applies.get_by_label("Diff")).to_contain_text("+ new line")
+    expect(applies.get_by_label("Diff")).to_be_visible()
+    assert _changed(applies.get_by_label("Diff")) == [("del", MINUS, "old line"), ("add", "+", "new line")]
     expect(applies).to_contain_text("This file belongs to the agent")
     expect(applies.locator('[data-field="path-differs"]')).to_have_count(0)
     refused = page.get_by_role("article").filter(has_text='"old_string": "absent text"')
@@ -470,13 +482,14 @@ def test_an_approvals_own_page_shows_it_whatever_its_state_and_nothing_of_anothe
 ) -> None:
     run_id = suspended_run(client, tenant, SCRIPT)
     [item] = pending(client, tenant.owner, run_id)
-    _sign_in(page, server, tenant.owner, f"/inbox/approvals/{item['id']}")  # the address a webhook links to
+    sign_in(page, server, tenant.owner, f"/inbox/approvals/{item['id']}")  # the address a webhook links to
     card = page.get_by_role("article")
-    expect(card.get_by_label("Diff")).to_contain_text("+ new line")
+    expect(card.get_by_label("Diff")).to_be_visible()
+    assert ("add", "+", "new line") in diff_rows(card.get_by_label("Diff"))
     card.get_by_role("button", name="Approve").click()
     expect(card).to_contain_text(f"Decided: approve by {tenant.owner.email}", timeout=LIVE)
     stranger = make_tenant("elsewhere").owner
     page.evaluate("sessionStorage.clear()")
-    _sign_in(page, server, stranger, f"/inbox/approvals/{item['id']}")
+    sign_in(page, server, stranger, f"/inbox/approvals/{item['id']}")
     expect(page.get_by_text("No such approval is visible to you.")).to_be_visible()
     expect(page.get_by_role("article")).to_have_count(0)

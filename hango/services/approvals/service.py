@@ -14,6 +14,10 @@ The approval policy (:mod:`hango.services.approval_policy`): on an approval of a
 ``approval_votes`` row; the approval is decided by the N-th distinct approve or the first reject, and until then
 stays ``pending`` while the run waits. A request must cover every pending call *that waits on the caller*: calls
 reserved for other reviewers, and quorum calls that already carry the caller's vote, are left to the others.
+
+What the reviewer saw is kept: each approve or edit that decides a ``write_file`` or ``edit_file`` call keeps the
+preview of the call (:mod:`hango.services.previews`) worked out in the same transaction, with the arguments that
+will run, so the decided approval still shows the change once the call has written its file.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from sqlalchemy.orm import Session
 
 from hango.agent.interrupts import compile_rules
 from hango.agent.spec import AgentSpec
+from hango.agent.tools.base import ToolLimits
 from hango.kernel.auth import Principal
 from hango.kernel.errors import Forbidden, HangoError
 from hango.kernel.models import PendingApproval, Run
@@ -37,7 +42,7 @@ from hango.platform.runtime import Runtime
 from hango.platform.work import Work, unit_of_work
 from hango.run import transitions
 from hango.services import approval_policy as policy
-from hango.services import grants
+from hango.services import grants, previews
 from hango.services.approvals import audit, checks
 from hango.services.approvals.commands import DecisionCommand, Malformed, Request
 from hango.services.grants import GrantSpec
@@ -45,6 +50,7 @@ from hango.store import approvals as store
 from hango.store import subagent_calls as subagent_store
 from hango.store import tenants as tenant_store
 from hango.store.audit import insert_audit_events
+from hango.store.files import one_file
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +93,7 @@ def decide(
             refused: HangoError | None = refusal
         else:
             refused = None
-            _store_decisions(work, principal, run, rows, decisions, chosen, trace_id)
+            _store_decisions(runtime, work, principal, run, rows, decisions, chosen, trace_id)
             # One call into the grants service, which creates and audits what the decisions remember.
             granted = grants.remember(work.session, runtime.settings, principal, remembered, agent, trace_id)
     if refused is not None:
@@ -145,6 +151,7 @@ def _checked(
 
 
 def _store_decisions(
+    runtime: Runtime,
     work: Work,
     principal: Principal,
     run: Run,
@@ -164,10 +171,15 @@ def _store_decisions(
         audit.decision_audit(principal, row, decision, votes.get(row.id), trace_id)
         for decision, row in zip(decisions, chosen, strict=True)
     ]
-    decided = [
-        (row, _decided_values(principal, decision, now))
+    deciding = [
+        (decision, row)
         for decision, row in zip(decisions, chosen, strict=True)
         if row.id not in votes or votes[row.id].tally != "pending"
+    ]
+    kept = _kept_previews(runtime, work.session, run, deciding)
+    decided = [
+        (row, {**_decided_values(principal, decision, now), "decision_preview": kept.get(row.id)})
+        for decision, row in deciding
     ]
     store.record_votes(work.session, [(vote.row, vote.record) for vote in votes.values()])
     store.record_decisions(work.session, decided)
@@ -177,6 +189,29 @@ def _store_decisions(
     else:
         transitions.requeue_decided(work, run, decided_rows)
     insert_audit_events(work.session, records)
+
+
+def _kept_previews(
+    runtime: Runtime, session: Session, run: Run, deciding: list[tuple[DecisionCommand, PendingApproval]]
+) -> dict[uuid.UUID, dict[str, Any]]:
+    """The previews the deciding approves and edits keep, by approval id: what each call will make of its file,
+    worked out on the file as it is now with the arguments that will run (an edit's own), within the preview
+    limits. A reject or a respond runs nothing, and a call that writes no file has nothing to keep."""
+    limits, diff_limits = ToolLimits.of(runtime.settings), previews.DiffLimits.of(runtime.settings)
+    kept = {}
+    for decision, row in deciding:
+        if decision.kind not in ("approve", "edit"):
+            continue
+        arguments = decision.args if decision.kind == "edit" and decision.args is not None else row.arguments
+        path = previews.planned_path(runtime.tools, row.tool_name, arguments)
+        if path is None:
+            continue
+        # The planning reads a copy of the one file it changes, so the agent core never calls up into the store.
+        files = one_file(session, run.tenant_id, run.agent_id, run.id, path)
+        preview = previews.kept_preview(runtime.tools, files, limits, diff_limits, row.tool_name, arguments)
+        if preview is not None:
+            kept[row.id] = preview
+    return kept
 
 
 def _vote(decision: DecisionCommand) -> policy.VoteKind:
