@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 port=${HANGO_PORT:-8000}
 # The data folder holds the owner's token and the services' passwords: private, as `hango standalone` keeps it.
 (umask 077 && mkdir -p "${HANGO_QUICKSTART_DATA:-.hango/quickstart}/logs")
-data=$(cd "${HANGO_QUICKSTART_DATA:-.hango/quickstart}" && pwd)
+data=$(cd "${HANGO_QUICKSTART_DATA:-.hango/quickstart}" && pwd -P)
 logs=$data/logs
 venv=.venv
 stamp=$venv/.hango-quickstart-install
