@@ -79,9 +79,9 @@ STARTUP_TIMEOUT = 60.0
 POLL_INTERVAL = 0.1
 _PR_SET_PDEATHSIG = 1
 _SOCKET_PATH_MAX = 108
+"""The size of ``sun_path`` in a Unix socket address on Linux, the final NUL included."""
 _TCP_LISTEN = "0A"
 """A listening socket's ``st`` column in Linux's ``/proc/net/tcp`` and ``/proc/net/tcp6``."""
-"""The size of ``sun_path`` in a Unix socket address on Linux, the final NUL included."""
 _NOT_AS_ROOT = "run hango standalone as a normal user, or point HANGO_DATABASE_URL at a PostgreSQL server"
 
 
