@@ -28,6 +28,8 @@ from hango.client import Client, Run
 from tests.e2e.test_standalone import _mentions, _status
 from tests.support.processes import free_port, wait_until
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ["bash", str(ROOT / "deploy" / "quickstart.sh")]
 TOUR_WIDTH = 160  # deploy/tour.py's WIDTH: the tests give it no terminal

@@ -31,6 +31,8 @@ import pytest
 from hango.client import Client, Run
 from tests.support.processes import free_port, wait_until
 
+pytestmark = pytest.mark.slow
+
 HANGO = [sys.executable, "-m", "hango"]
 START_TIMEOUT = 60
 SCRIPT = [

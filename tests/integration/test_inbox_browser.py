@@ -27,7 +27,7 @@ from tests.integration.conftest import Person, TenantFixture, create_agent, star
 from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, tool_results, write_memory
 from tests.support.processes import api_server
 
-pytestmark = pytest.mark.usefixtures("worker_process")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("worker_process")]
 CHROMIUM = "/usr/bin/chromium"
 SCRIPT = [{"text": "Saving.", "tool_calls": [write_memory("new line", call_id="w")]}, {"text": "Done."}]
 LIVE = 15_000  # ms: how long the page may take to show what the stream says

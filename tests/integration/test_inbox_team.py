@@ -20,7 +20,7 @@ from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_ru
 from tests.integration.test_inbox_browser import CHROMIUM, LIVE, MINUS, SCRIPT, diff_rows, shot, sign_in
 from tests.support.processes import api_server
 
-pytestmark = pytest.mark.usefixtures("worker_process")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("worker_process")]
 VOTED = "You have voted on this call: the other reviewers decide the rest."
 
 
