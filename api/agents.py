@@ -21,13 +21,15 @@ blp = Blueprint("agents", __name__, url_prefix="/v1", description="Agent definit
 
 
 class Agent(AgentConfig):
-    id = fields.UUID(required=True)
+    id = fields.UUID(required=True, metadata={"description": "the agent's id"})
     effective_interrupt_on = fields.Method(
         "_effective", metadata={"description": "every interrupt rule after merging the defaults, true expanded"}
     )
-    created_by = fields.UUID(required=True)
-    created_at = fields.DateTime(required=True)
-    updated_at = fields.DateTime(required=True)
+    created_by = fields.UUID(required=True, metadata={"description": "the user who created the agent"})
+    created_at = fields.DateTime(required=True, metadata={"description": "when the agent was created"})
+    updated_at = fields.DateTime(
+        required=True, metadata={"description": "when its configuration was last saved (created or replaced)"}
+    )
 
     def _effective(self, agent: AgentRow) -> dict[str, Any]:
         return effective_config(agent.interrupt_on)

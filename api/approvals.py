@@ -31,35 +31,74 @@ blp = Blueprint("approvals", __name__, url_prefix="/v1", description="Human-in-t
 
 
 class ApprovalVote(ma.Schema):
-    user_id = fields.UUID(required=True)
-    vote = fields.String(required=True, validate=validate.OneOf(VOTES))
-    created_at = fields.DateTime(required=True)
+    user_id = fields.UUID(required=True, metadata={"description": "the reviewer who voted"})
+    vote = fields.String(
+        required=True, validate=validate.OneOf(VOTES), metadata={"description": "approve, or reject (which is final)"}
+    )
+    created_at = fields.DateTime(required=True, metadata={"description": "when the vote was cast"})
 
 
 class Reviewers(ma.Schema):
-    roles = fields.List(fields.String(validate=validate.OneOf(REVIEWER_ROLES)))
-    users = fields.List(fields.UUID())
+    roles = fields.List(
+        fields.String(validate=validate.OneOf(REVIEWER_ROLES)),
+        metadata={"description": "roles whose holders may decide (owner, admin)"},
+    )
+    users = fields.List(fields.UUID(), metadata={"description": "ids of users who may decide, whatever their role"})
 
 
 class Approval(ma.Schema):
-    id = fields.UUID(required=True)
-    run_id = fields.UUID(required=True)
-    tool_call_id = fields.String(required=True)
-    tool_name = fields.String(required=True)
-    arguments = fields.Dict(required=True)
+    id = fields.UUID(required=True, metadata={"description": "the approval's id"})
+    run_id = fields.UUID(required=True, metadata={"description": "the run whose call waits"})
+    tool_call_id = fields.String(required=True, metadata={"description": "the id of the call, as the model gave it"})
+    tool_name = fields.String(required=True, metadata={"description": "the tool the call asks to run"})
+    arguments = fields.Dict(required=True, metadata={"description": "the call's arguments as the model wrote them"})
     arguments_sha256 = fields.String(
         required=True, metadata={"description": "hex SHA-256 of the RFC 8785 canonical JSON of arguments"}
     )
-    allowed_decisions = fields.List(fields.String(), required=True)
-    state = fields.String(required=True)
-    subagent_call_id = fields.UUID(allow_none=True, required=True)
-    created_at = fields.DateTime(required=True)
-    expires_at = fields.DateTime(required=True)
-    decision = fields.String(allow_none=True, required=True)
-    decision_args = fields.Dict(allow_none=True, required=True)
-    decision_message = fields.String(allow_none=True, required=True)
-    decided_by = fields.UUID(allow_none=True, required=True)
-    decided_at = fields.DateTime(allow_none=True, required=True)
+    allowed_decisions = fields.List(
+        fields.String(),
+        required=True,
+        metadata={"description": "the decisions the call's rule allows, among approve, edit, reject and respond"},
+    )
+    state = fields.String(
+        required=True,
+        metadata={
+            "description": "pending (waiting for a decision), decided, expired (its deadline passed) or cancelled "
+            "(its run was cancelled)"
+        },
+    )
+    subagent_call_id = fields.UUID(
+        allow_none=True,
+        required=True,
+        metadata={"description": "the subagent call whose loop made the call; null: the run's own loop"},
+    )
+    created_at = fields.DateTime(required=True, metadata={"description": "when the call began to wait"})
+    expires_at = fields.DateTime(
+        required=True,
+        metadata={
+            "description": "the deadline: created_at plus the rule's ttl, or HANGO_APPROVAL_TTL without one (moved "
+            "by an escalation)"
+        },
+    )
+    decision = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "approve, edit, reject or respond; null until decided (and while a quorum votes)"},
+    )
+    decision_args = fields.Dict(
+        allow_none=True, required=True, metadata={"description": "an edit's replacement arguments; null otherwise"}
+    )
+    decision_message = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "a reject's or respond's message, given to the model verbatim; null otherwise"},
+    )
+    decided_by = fields.UUID(
+        allow_none=True,
+        required=True,
+        metadata={"description": "who decided (a grant's creator for a standing approval); null until decided"},
+    )
+    decided_at = fields.DateTime(allow_none=True, required=True, metadata={"description": "when; null until decided"})
     execution = fields.String(
         required=True,
         validate=validate.OneOf(EXECUTIONS),
@@ -109,12 +148,24 @@ class DecidedApproval(Approval):
 
 
 class DecisionResult(ma.Schema):
-    run = fields.Nested(RunSchema, required=True)
-    approvals = fields.List(fields.Nested(DecidedApproval), required=True)
+    run = fields.Nested(
+        RunSchema,
+        required=True,
+        metadata={"description": "the run as this request committed it: queued once every call is decided"},
+    )
+    approvals = fields.List(
+        fields.Nested(DecidedApproval),
+        required=True,
+        metadata={"description": "the approvals this request named, as it left them"},
+    )
 
 
 class ApprovalArgs(ListArgs):
-    state = fields.String(load_default="pending", validate=validate.OneOf([*APPROVAL_STATES, "all"]))
+    state = fields.String(
+        load_default="pending",
+        validate=validate.OneOf([*APPROVAL_STATES, "all"]),
+        metadata={"description": "only approvals in this state; all: every state. Default pending"},
+    )
 
 
 ApprovalList = list_of(Approval, "ApprovalList")
@@ -181,7 +232,11 @@ def list_run_approvals(args: dict[str, Any], run_id: uuid.UUID) -> dict[str, Any
 
 
 class ApprovalEventArgs(ma.Schema):
-    after = fields.Integer(load_default=None, validate=validate.Range(min=0, max=sse.MAX_SEQ))
+    after = fields.Integer(
+        load_default=None,
+        validate=validate.Range(min=0, max=sse.MAX_SEQ),
+        metadata={"description": "start after this event id, for clients that cannot send Last-Event-ID (which wins)"},
+    )
 
 
 @blp.route("/approvals/events", methods=["GET"])
@@ -212,8 +267,8 @@ def list_approvals(args: dict[str, Any]) -> dict[str, Any]:
 class ApprovalPreview(ma.Schema):
     """What an approval's call would make of its file, worked out by the server with the tool's own code."""
 
-    approval_id = fields.UUID(required=True)
-    tool_name = fields.String(required=True)
+    approval_id = fields.UUID(required=True, metadata={"description": "the approval previewed"})
+    tool_name = fields.String(required=True, metadata={"description": "the tool the call asks to run"})
     kind = fields.String(
         required=True,
         validate=validate.OneOf(["file", "none"]),

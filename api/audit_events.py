@@ -18,22 +18,40 @@ blp = Blueprint("audit", __name__, url_prefix="/v1", description="Who did what, 
 
 
 class AuditArgs(ListArgs):
-    action = fields.String(load_default=None)
-    target_kind = fields.String(load_default=None)
-    target_id = fields.String(load_default=None)
+    action = fields.String(load_default=None, metadata={"description": "only rows of this action, e.g. run.create"})
+    target_kind = fields.String(load_default=None, metadata={"description": "only rows about this kind of target"})
+    target_id = fields.String(load_default=None, metadata={"description": "only rows about this target id"})
 
 
 class AuditEvent(ma.Schema):
-    id = fields.UUID(required=True)
-    actor_kind = fields.String(required=True)
-    actor_id = fields.UUID(allow_none=True, required=True)
-    action = fields.String(required=True)
-    target_kind = fields.String(required=True)
-    target_id = fields.String(allow_none=True, required=True)
-    outcome = fields.String(required=True)
-    detail = fields.Dict(required=True)
-    trace_id = fields.String(allow_none=True, required=True)
-    created_at = fields.DateTime(required=True)
+    id = fields.UUID(required=True, metadata={"description": "the row's id"})
+    actor_kind = fields.String(
+        required=True, metadata={"description": "user (a request) or system (the server itself, e.g. an expiry)"}
+    )
+    actor_id = fields.UUID(
+        allow_none=True, required=True, metadata={"description": "the acting user; null for the system or no user"}
+    )
+    action = fields.String(
+        required=True, metadata={"description": "what was done or attempted, e.g. agent.create or approval.decide"}
+    )
+    target_kind = fields.String(
+        required=True, metadata={"description": "the kind of resource acted on, e.g. run or pending_approval"}
+    )
+    target_id = fields.String(
+        allow_none=True, required=True, metadata={"description": "the resource's id; null when there is none yet"}
+    )
+    outcome = fields.String(
+        required=True,
+        metadata={"description": "success, denied (a 401 or 403) or error (any other refusal or failure)"},
+    )
+    detail = fields.Dict(
+        required=True,
+        metadata={"description": "facts of the action by name; never secrets, tool arguments or messages"},
+    )
+    trace_id = fields.String(
+        allow_none=True, required=True, metadata={"description": "the request's trace id, when it was traced"}
+    )
+    created_at = fields.DateTime(required=True, metadata={"description": "when the row was written"})
 
 
 AuditEventList = list_of(AuditEvent, "AuditEventList")

@@ -28,19 +28,28 @@ class FileArgs(ListArgs):
 
 
 class FileInfo(ma.Schema):
-    path = fields.String(required=True)
-    size = fields.Function(files.size_of, required=True, metadata={"description": "bytes (UTF-8)"})
-    updated_at = fields.DateTime(required=True)
+    path = fields.String(required=True, metadata={"description": "the file's absolute path, e.g. /memories/AGENTS.md"})
+    size = fields.Function(
+        files.size_of, required=True, metadata={"description": "the content's size in bytes, encoded as UTF-8"}
+    )
+    updated_at = fields.DateTime(required=True, metadata={"description": "when the file was last written"})
 
 
 class FileContent(ma.Schema):
-    path = fields.String(required=True)
-    content = fields.String(required=True)
-    updated_at = fields.DateTime(required=True)
+    path = fields.String(required=True, metadata={"description": "the file's absolute path, normalised"})
+    content = fields.String(required=True, metadata={"description": "the whole file, as text"})
+    updated_at = fields.DateTime(required=True, metadata={"description": "when the file was last written"})
 
 
 class FileWrite(ma.Schema):
-    content = fields.String(required=True, validate=validate.Length(max=10_000_000))
+    content = fields.String(
+        required=True,
+        validate=validate.Length(max=10_000_000),
+        metadata={
+            "description": "the file's new content, whole, at most 10,000,000 characters (and the body at most "
+            "HANGO_MAX_BODY_BYTES); no NUL character"
+        },
+    )
 
 
 FileList = list_of(FileInfo, "FileList")

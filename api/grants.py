@@ -24,8 +24,17 @@ WHEN = "argument matchers as in an interrupt rule's `when` (equals, prefix, size
 
 
 class GrantCreate(ma.Schema):
-    agent_id = fields.UUID(required=True)
-    tool_name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    agent_id = fields.UUID(
+        required=True, metadata={"description": "the agent whose calls the grant approves (404 if not the tenant's)"}
+    )
+    tool_name = fields.String(
+        required=True,
+        validate=validate.Length(min=1, max=200),
+        metadata={
+            "description": "the tool whose calls it approves; a rule of the agent (or of one of its subagents) "
+            "must interrupt it and let the caller approve alone (400 otherwise)"
+        },
+    )
     when = fields.Dict(keys=fields.String(), load_default=None, allow_none=True, metadata={"description": WHEN})
     ttl = fields.String(
         required=True,
@@ -36,9 +45,9 @@ class GrantCreate(ma.Schema):
 
 
 class Grant(ma.Schema):
-    id = fields.UUID(required=True)
-    agent_id = fields.UUID(required=True)
-    tool_name = fields.String(required=True)
+    id = fields.UUID(required=True, metadata={"description": "the grant's id"})
+    agent_id = fields.UUID(required=True, metadata={"description": "the agent whose calls it approves"})
+    tool_name = fields.String(required=True, metadata={"description": "the tool whose calls it approves"})
     when = fields.Dict(allow_none=True, required=True, metadata={"description": WHEN})
     exact = fields.Boolean(
         required=True,
@@ -47,12 +56,18 @@ class Grant(ma.Schema):
             "approved, the tool's defaults included, and a call with any other argument is not covered"
         },
     )
-    run_id = fields.UUID(allow_none=True, required=True)
-    created_by = fields.UUID(required=True)
-    created_at = fields.DateTime(required=True)
-    expires_at = fields.DateTime(required=True)
-    revoked_at = fields.DateTime(allow_none=True, required=True)
-    revoked_by = fields.UUID(allow_none=True, required=True)
+    run_id = fields.UUID(
+        allow_none=True, required=True, metadata={"description": "the one run it applies to; null: every run"}
+    )
+    created_by = fields.UUID(
+        required=True, metadata={"description": "who created it; the calls it approves are decided in their name"}
+    )
+    created_at = fields.DateTime(required=True, metadata={"description": "when it was created"})
+    expires_at = fields.DateTime(required=True, metadata={"description": "created_at plus its ttl: it ends then"})
+    revoked_at = fields.DateTime(
+        allow_none=True, required=True, metadata={"description": "when it was revoked; null while it is not"}
+    )
+    revoked_by = fields.UUID(allow_none=True, required=True, metadata={"description": "who revoked it; null if nobody"})
     active = fields.Boolean(required=True, metadata={"description": "neither revoked nor expired"})
 
 

@@ -23,8 +23,8 @@ blp = Blueprint("runs", __name__, url_prefix="/v1", description="Runs, their mes
 
 
 class TextBlock(ma.Schema):
-    type = fields.String(required=True, validate=validate.Equal("text"))
-    text = fields.String(required=True)
+    type = fields.String(required=True, validate=validate.Equal("text"), metadata={"description": "always text"})
+    text = fields.String(required=True, metadata={"description": "the block's text"})
 
 
 class Content(fields.Field):  # type: ignore[type-arg]
@@ -42,47 +42,120 @@ TEXT_BLOCK = {
     "type": "object",
     "additionalProperties": False,
     "required": ["type", "text"],
-    "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}},
+    "properties": {
+        "type": {"type": "string", "enum": ["text"], "description": "always text"},
+        "text": {"type": "string", "description": "the block's text"},
+    },
 }
 
 
 class InputMessage(ma.Schema):
-    role = fields.String(required=True, validate=validate.OneOf(["user", "assistant"]))
-    content = Content(required=True, metadata={"oneOf": [{"type": "string"}, {"type": "array", "items": TEXT_BLOCK}]})
+    role = fields.String(
+        required=True,
+        validate=validate.OneOf(["user", "assistant"]),
+        metadata={"description": "who said it: the user or the assistant"},
+    )
+    content = Content(
+        required=True,
+        metadata={
+            "description": "the message's text, or a list of text blocks",
+            "oneOf": [{"type": "string"}, {"type": "array", "items": TEXT_BLOCK}],
+        },
+    )
 
 
 class RunCreate(ma.Schema):
-    agent_id = fields.UUID(required=True)
-    input = fields.String(validate=validate.Length(max=1_000_000))
-    messages = fields.List(fields.Nested(InputMessage), validate=validate.Length(min=1, max=1000))
+    agent_id = fields.UUID(
+        required=True,
+        metadata={
+            "description": "the agent to run, of the caller's tenant (404 otherwise); the run keeps a snapshot "
+            "of its configuration"
+        },
+    )
+    input = fields.String(
+        validate=validate.Length(max=1_000_000),
+        metadata={"description": "the user's message, at most 1,000,000 characters; give input or messages, not both"},
+    )
+    messages = fields.List(
+        fields.Nested(InputMessage),
+        validate=validate.Length(min=1, max=1000),
+        metadata={"description": "the conversation so far, 1 to 1000 messages, ending with a user message"},
+    )
 
 
 class RunSchema(ma.Schema):
-    id = fields.UUID(required=True)
-    agent_id = fields.UUID(required=True)
-    state = fields.String(required=True)
-    created_by = fields.UUID(required=True)
-    created_at = fields.DateTime(required=True)
-    started_at = fields.DateTime(allow_none=True)
-    finished_at = fields.DateTime(allow_none=True)
-    awaiting_since = fields.DateTime(allow_none=True)
-    error = fields.String(allow_none=True)
-    turn = fields.Integer(required=True)
-    usage = fields.Method("_usage", metadata={"description": "tokens used by the run's model calls"})
+    id = fields.UUID(required=True, metadata={"description": "the run's id"})
+    agent_id = fields.UUID(required=True, metadata={"description": "the agent the run was started from"})
+    state = fields.String(
+        required=True,
+        metadata={
+            "description": "queued, running, awaiting_approval (suspended until its pending calls are decided), or "
+            "one of the final states succeeded, failed and cancelled"
+        },
+    )
+    created_by = fields.UUID(required=True, metadata={"description": "the user who started the run"})
+    created_at = fields.DateTime(required=True, metadata={"description": "when the run was created (UTC)"})
+    started_at = fields.DateTime(
+        allow_none=True, metadata={"description": "when a worker first took the run; null while it is queued"}
+    )
+    finished_at = fields.DateTime(
+        allow_none=True, metadata={"description": "when the run reached a final state; null until then"}
+    )
+    awaiting_since = fields.DateTime(
+        allow_none=True, metadata={"description": "when the run began waiting for decisions; null unless it waits"}
+    )
+    error = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "why a failed run failed, in words (exactly `approval expired` when a deadline failed "
+            "it); null otherwise"
+        },
+    )
+    turn = fields.Integer(
+        required=True, metadata={"description": "the model turns the run's own loop has taken (subagents' excluded)"}
+    )
+    usage = fields.Method(
+        "_usage",
+        metadata={
+            "description": "tokens used by the run's model calls, subagents' included: input_tokens and "
+            "output_tokens, integers"
+        },
+    )
 
     def _usage(self, run: Run) -> dict[str, int]:
         return {"input_tokens": run.input_tokens, "output_tokens": run.output_tokens}
 
 
 class MessageOut(ma.Schema):
-    seq = fields.Integer(required=True)
-    role = fields.String(required=True)
-    content = fields.List(fields.Dict(), required=True)
-    subagent_call_id = fields.UUID(allow_none=True, required=True)
+    seq = fields.Integer(
+        required=True,
+        metadata={"description": "the message's place in the run, from 1, one sequence shared with its subagents"},
+    )
+    role = fields.String(
+        required=True,
+        metadata={"description": "user, assistant (text and tool_use blocks) or tool (the results of one batch)"},
+    )
+    content = fields.List(
+        fields.Dict(),
+        required=True,
+        metadata={
+            "description": 'blocks: {"type": "text", "text"}, {"type": "tool_use", "id", "name", "input"} (the '
+            'model\'s own input, even after an edit) or {"type": "tool_result", "tool_use_id", "content", "is_error"}'
+        },
+    )
+    subagent_call_id = fields.UUID(
+        allow_none=True,
+        required=True,
+        metadata={"description": "the subagent call whose loop wrote the message; null: the run's own loop"},
+    )
 
 
 class RunListArgs(ListArgs):
-    state = fields.String(load_default=None, validate=validate.OneOf(RUN_STATES))
+    state = fields.String(
+        load_default=None,
+        validate=validate.OneOf(RUN_STATES),
+        metadata={"description": "only runs in this state; absent: every state"},
+    )
 
 
 class MessageListArgs(ListArgs):
@@ -90,7 +163,11 @@ class MessageListArgs(ListArgs):
 
 
 class EventArgs(ma.Schema):
-    after = fields.Integer(load_default=None, validate=validate.Range(min=0, max=sse.MAX_SEQ))
+    after = fields.Integer(
+        load_default=None,
+        validate=validate.Range(min=0, max=sse.MAX_SEQ),
+        metadata={"description": "start after this event id, for clients that cannot send Last-Event-ID (which wins)"},
+    )
 
 
 RunList = list_of(RunSchema, "RunList")

@@ -17,15 +17,21 @@ blp = Blueprint("tenant", __name__, url_prefix="/v1", description="The tenant's 
 
 
 class TenantSettings(ma.Schema):
-    id = fields.UUID(required=True)
-    name = fields.String(required=True)
+    id = fields.UUID(required=True, metadata={"description": "the tenant's id"})
+    name = fields.String(required=True, metadata={"description": "the tenant's name, given when it was created"})
     self_approval = fields.Boolean(
         required=True, metadata={"description": "false: a run's creator may never decide that run's approvals"}
     )
 
 
 class TenantUpdate(ma.Schema):
-    self_approval = JsonBoolean(required=True)
+    self_approval = JsonBoolean(
+        required=True,
+        metadata={
+            "description": "true: a run's creator who is an owner or admin may decide that run's approvals; false: "
+            "never"
+        },
+    )
 
 
 @blp.route("/tenant", methods=["GET"])

@@ -20,32 +20,56 @@ blp = Blueprint("users", __name__, url_prefix="/v1", description="Users of the t
 
 
 class UserCreate(ma.Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=320))
-    role = fields.String(required=True, validate=validate.OneOf(ROLES))
+    email = fields.Email(
+        required=True,
+        validate=validate.Length(max=320),
+        metadata={
+            "description": "the user's email address, at most 320 characters, compared without regard to case; an "
+            "email already known in another tenant joins the same person to this one"
+        },
+    )
+    role = fields.String(
+        required=True,
+        validate=validate.OneOf(ROLES),
+        metadata={"description": "the new user's role; only an owner may create an owner or an admin"},
+    )
 
 
 class User(ma.Schema):
-    id = fields.UUID(attribute="user_id", required=True)
-    email = fields.String(attribute="user.email", required=True)
-    role = fields.String(required=True)
-    created_at = fields.DateTime(required=True)
+    id = fields.UUID(attribute="user_id", required=True, metadata={"description": "the user's id"})
+    email = fields.String(
+        attribute="user.email", required=True, metadata={"description": "the user's email address, lowercased"}
+    )
+    role = fields.String(required=True, metadata={"description": "owner, admin or member, in this tenant"})
+    created_at = fields.DateTime(required=True, metadata={"description": "when the user joined the tenant"})
 
 
 class UserCreated(ma.Schema):
-    id = fields.UUID(required=True)
-    email = fields.String(required=True)
-    role = fields.String(required=True)
-    token = fields.String(required=True, metadata={"description": "shown only in this response"})
+    id = fields.UUID(required=True, metadata={"description": "the new user's id"})
+    email = fields.String(required=True, metadata={"description": "the user's email address, lowercased"})
+    role = fields.String(required=True, metadata={"description": "the role given in the request"})
+    token = fields.String(
+        required=True,
+        metadata={
+            "description": "the user's first bearer token (hango_…); shown only in this response, the server keeps "
+            "only its hash"
+        },
+    )
 
 
 class TokenCreated(ma.Schema):
-    id = fields.UUID(required=True)
-    token = fields.String(required=True, metadata={"description": "shown only in this response"})
+    id = fields.UUID(required=True, metadata={"description": "the token's id, for DELETE /v1/tokens/{token_id}"})
+    token = fields.String(
+        required=True,
+        metadata={"description": "the bearer token (hango_…); shown only in this response, the server keeps its hash"},
+    )
 
 
 class Me(ma.Schema):
     user_id = fields.UUID(required=True, metadata={"description": "the token's user"})
-    email = fields.String(attribute="user.email", required=True)
+    email = fields.String(
+        attribute="user.email", required=True, metadata={"description": "the user's email address, lowercased"}
+    )
     tenant_id = fields.UUID(required=True, metadata={"description": "the tenant every request of the token acts in"})
     role = fields.String(
         required=True,

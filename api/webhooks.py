@@ -29,17 +29,28 @@ class WebhookCreate(ma.Schema):
         fields.String(validate=validate.OneOf(WEBHOOK_EVENT_TYPES)),
         required=True,
         validate=validate.Length(min=1, max=20),
+        metadata={"description": "the event types to send, 1 to 20 of them"},
     )
-    description = fields.String(load_default="", validate=validate.Length(max=1000))
+    description = fields.String(
+        load_default="",
+        validate=validate.Length(max=1000),
+        metadata={"description": "a note for people, at most 1000 characters; default empty"},
+    )
 
 
 class Webhook(ma.Schema):
-    id = fields.UUID(required=True)
-    url = fields.String(required=True)
-    events = fields.List(fields.String(), required=True)
-    description = fields.String(required=True)
-    active = fields.Boolean(required=True)
-    created_at = fields.DateTime(required=True)
+    id = fields.UUID(required=True, metadata={"description": "the webhook's id"})
+    url = fields.String(required=True, metadata={"description": "where deliveries are POSTed"})
+    events = fields.List(fields.String(), required=True, metadata={"description": "the event types it is sent"})
+    description = fields.String(required=True, metadata={"description": "the note given at creation"})
+    active = fields.Boolean(
+        required=True,
+        metadata={
+            "description": "false once a delivery failed with no success for a whole HANGO_WEBHOOK_RETRY_FOR window: "
+            "new events are not sent to it; a successful delivery (a retry) makes it true again"
+        },
+    )
+    created_at = fields.DateTime(required=True, metadata={"description": "when it was created"})
 
 
 class WebhookCreated(Webhook):
@@ -47,16 +58,32 @@ class WebhookCreated(Webhook):
 
 
 class Delivery(ma.Schema):
-    id = fields.UUID(required=True)
+    id = fields.UUID(required=True, metadata={"description": "the delivery's id"})
     event_id = fields.UUID(required=True, metadata={"description": "the webhook-id header, the same on every retry"})
-    event_type = fields.String(required=True)
-    attempts = fields.Integer(required=True)
-    state = fields.String(required=True, validate=validate.OneOf(DELIVERY_STATES))
-    last_status_code = fields.Integer(allow_none=True, required=True)
-    last_error = fields.String(allow_none=True, required=True)
-    next_attempt_at = fields.DateTime(allow_none=True, required=True)
-    created_at = fields.DateTime(required=True)
-    delivered_at = fields.DateTime(allow_none=True, required=True)
+    event_type = fields.String(required=True, metadata={"description": "the event sent, e.g. approval.requested"})
+    attempts = fields.Integer(required=True, metadata={"description": "how many times it has been sent so far"})
+    state = fields.String(
+        required=True,
+        validate=validate.OneOf(DELIVERY_STATES),
+        metadata={
+            "description": "pending (to be sent or retried), delivered (a 2xx answer) or failed (retries exhausted)"
+        },
+    )
+    last_status_code = fields.Integer(
+        allow_none=True,
+        required=True,
+        metadata={"description": "the receiver's HTTP status at the last attempt; null: none, or no answer"},
+    )
+    last_error = fields.String(
+        allow_none=True, required=True, metadata={"description": "why the last attempt failed; null if it did not"}
+    )
+    next_attempt_at = fields.DateTime(
+        allow_none=True, required=True, metadata={"description": "when it is sent next; null once it is final"}
+    )
+    created_at = fields.DateTime(required=True, metadata={"description": "when the event was queued for the webhook"})
+    delivered_at = fields.DateTime(
+        allow_none=True, required=True, metadata={"description": "when a 2xx answer came; null until then"}
+    )
 
 
 WebhookList = list_of(Webhook, "WebhookList")
