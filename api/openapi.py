@@ -200,7 +200,13 @@ class Rules(BasePlugin):
             if converter is not None:
                 converter.add_attribute_function(_property_names)
 
-    def path_helper(self, path: str | None = None, parameters: list[Any] | None = None, **_: Any) -> str | None:
+    def path_helper(
+        self,
+        path: str | None = None,
+        operations: dict[Any, Any] | None = None,
+        parameters: list[dict[Any, Any]] | None = None,
+        **kwargs: Any,
+    ) -> str | None:
         """Describe each path parameter (flask-smorest documents only its type)."""
         for parameter in parameters or []:
             if isinstance(parameter, dict) and parameter.get("in") == "path" and parameter["name"] in PATH_PARAMETERS:
