@@ -9,6 +9,7 @@ from marshmallow import fields
 
 from hango.agent.config import AgentConfig
 from hango.agent.interrupts import effective_config
+from hango.api import examples
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
@@ -48,11 +49,18 @@ def _audit(agent: AgentRow) -> AgentRow:
 
 @blp.route("/agents", methods=["POST"])
 @blp.problems(403, 409)
-@blp.arguments(AgentConfig)
-@blp.response(201, Agent)
+@blp.arguments(AgentConfig, example=examples.AGENT_CONFIG)
+@blp.response(201, Agent, example=examples.AGENT)
 @audited("agent.create", "agent")
 def create_agent(body: dict[str, Any]) -> AgentRow:
-    """Create an agent (owner, admin)."""
+    """Create an agent (owner, admin).
+
+    The body is the whole configuration: the model, the prompt, the tools, the interrupt rules and the subagents.
+    It is checked completely before anything is stored: an unknown tool or provider, a malformed rule or a deadline
+    over HANGO_APPROVAL_MAX_TTL is a 400 naming each field, and a name the tenant already uses a 409. A member gets
+    a 403. The answer shows effective_interrupt_on, the rules after merging the defaults. Audited as agent.create,
+    and each rule that replaces or lifts a default rule also as agent.interrupt_default_overridden.
+    """
     runtime = services().runtime
     return _audit(
         agents.create_agent(runtime.db, runtime.tools, principal(), body, max_ttl=runtime.settings.approval_max_ttl)
@@ -61,27 +69,41 @@ def create_agent(body: dict[str, Any]) -> AgentRow:
 
 @blp.route("/agents", methods=["GET"])
 @blp.arguments(ListArgs, location="query")
-@blp.response(200, AgentList)
+@blp.response(200, AgentList, example=examples.AGENTS)
 def list_agents(args: dict[str, Any]) -> Page[AgentRow]:
-    """The tenant's agents."""
+    """The tenant's agents.
+
+    Everyone in the tenant may list them, oldest first, a page at a time (?limit=, ?cursor=), each as GET
+    /v1/agents/{agent_id} shows it.
+    """
     return agents.list_agents(services().db, principal(), page_request(args))
 
 
 @blp.route("/agents/<uuid:agent_id>", methods=["GET"])
 @blp.problems(404)
-@blp.response(200, Agent)
+@blp.response(200, Agent, example=examples.AGENT)
 def get_agent(agent_id: uuid.UUID) -> AgentRow:
-    """One agent."""
+    """One agent.
+
+    Its configuration as last saved, with effective_interrupt_on. Everyone in the tenant may read it; an agent of
+    another tenant is a 404.
+    """
     return agents.get_agent(services().db, principal(), agent_id)
 
 
 @blp.route("/agents/<uuid:agent_id>", methods=["PUT"])
 @blp.problems(403, 404, 409)
-@blp.arguments(AgentConfig)
-@blp.response(200, Agent)
+@blp.arguments(AgentConfig, example=examples.AGENT_CONFIG)
+@blp.response(200, Agent, example=examples.AGENT)
 @audited("agent.replace", "agent", target_arg="agent_id")
 def replace_agent(body: dict[str, Any], agent_id: uuid.UUID) -> AgentRow:
-    """Replace an agent's whole configuration (owner, admin); existing runs keep their snapshot."""
+    """Replace an agent's whole configuration (owner, admin); existing runs keep their snapshot.
+
+    The body is the same as for creating one, and replaces everything: a member omitted takes its default. A run
+    already created keeps the configuration it started with, its rules included; the next runs use this one. The
+    checks and refusals are those of POST /v1/agents, plus a 404 for an agent outside the tenant. Audited as
+    agent.replace (and agent.interrupt_default_overridden per overridden default).
+    """
     runtime = services().runtime
     return _audit(
         agents.replace_agent(

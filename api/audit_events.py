@@ -7,6 +7,7 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields
 
+from hango.api import examples
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
 from hango.api.schemas import ListArgs, list_of, page_request
@@ -60,8 +61,13 @@ AuditEventList = list_of(AuditEvent, "AuditEventList")
 @blp.route("/audit-events", methods=["GET"])
 @blp.problems(403)
 @blp.arguments(AuditArgs, location="query")
-@blp.response(200, AuditEventList)
+@blp.response(200, AuditEventList, example=examples.AUDIT_EVENTS)
 def list_audit_events(args: dict[str, Any]) -> Page[Any]:
-    """The tenant's audit rows, newest first (owner, admin)."""
+    """The tenant's audit rows, newest first (owner, admin).
+
+    One row per audited action, refused attempts included (outcome denied or error): who acted, on what, with
+    which outcome, and the facts that matter, never secrets, tool arguments or messages. ?action=, ?target_kind=
+    and ?target_id= keep the rows equal to each value given. A member gets a 403.
+    """
     filters = AuditFilter(action=args["action"], target_kind=args["target_kind"], target_id=args["target_id"])
     return audit.list_events(services().db, principal(), filters, page_request(args))

@@ -10,10 +10,11 @@ from typing import Any
 import marshmallow as ma
 from marshmallow import fields, validate
 
+from hango.api import examples
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
 from hango.api.parsing import Blueprint
-from hango.api.schemas import ListArgs, list_of, page_request
+from hango.api.schemas import ListArgs, list_of, page_request, refusal
 from hango.kernel.models import Grant as GrantRow
 from hango.services import grants as service
 from hango.services.grants import GrantFilter, GrantSpec
@@ -83,12 +84,19 @@ GrantList = list_of(Grant, "GrantList")
 
 @blp.route("/grants", methods=["POST"])
 @blp.problems(400, 403, 404, 409)
-@blp.arguments(GrantCreate)
-@blp.response(201, Grant)
+@blp.arguments(GrantCreate, example=examples.GRANT_CREATE)
+@blp.response(201, Grant, example=examples.GRANT)
 @audited("grant.create", "grant")
 def create_grant(body: dict[str, Any]) -> dict[str, Any]:
-    """Approve, until ``ttl`` passes, the calls of an agent's tool that a rule would suspend and ``when`` matches
-    (owner, admin). Never applies to a rule with ``approvals_required``."""
+    """Approve in advance the calls of an agent's tool that a rule would hold (owner, admin).
+
+    Until ttl passes or it is revoked, a call of the tool that a rule would suspend and that `when` matches runs
+    at once, recorded as an approval decided by the grant's creator (with grant_id) and audited as
+    approval.auto_approve. A grant never applies to a rule with approvals_required, nor where its creator could not
+    approve alone; one that could never apply is a 400, as is a run_id of another agent. A member gets a 403; an
+    agent or run outside the tenant is a 404; a tenant with HANGO_MAX_GRANTS_PER_TENANT active grants a 409.
+    Audited as grant.create.
+    """
     grant = service.create(services().runtime, principal(), GrantSpec(**body))
     audit_target("grant", grant.id, **service.audit_detail(grant))
     return grant_json(grant)
@@ -97,9 +105,12 @@ def create_grant(body: dict[str, Any]) -> dict[str, Any]:
 @blp.route("/grants", methods=["GET"])
 @blp.problems(403)
 @blp.arguments(GrantArgs, location="query")
-@blp.response(200, GrantList)
+@blp.response(200, GrantList, example=examples.GRANTS)
 def list_grants(args: dict[str, Any]) -> dict[str, Any]:
-    """The tenant's grants, newest first (owner, admin); ``?agent_id=`` and ``?active=`` filter."""
+    """The tenant's grants, newest first (owner, admin); ``?agent_id=`` and ``?active=`` filter.
+
+    Active, expired and revoked grants alike unless ?active= says otherwise, a page at a time. A member gets a 403.
+    """
     filters = GrantFilter(agent_id=args["agent_id"], active=args["active"])
     page = service.list_grants(services().runtime, principal(), filters, page_request(args))
     return {"items": [grant_json(grant) for grant in page.items], "next_cursor": page.next_cursor}
@@ -107,18 +118,32 @@ def list_grants(args: dict[str, Any]) -> dict[str, Any]:
 
 @blp.route("/grants/<uuid:grant_id>", methods=["GET"])
 @blp.problems(403, 404)
-@blp.response(200, Grant)
+@blp.response(200, Grant, example=examples.GRANT)
 def get_grant(grant_id: uuid.UUID) -> dict[str, Any]:
-    """One grant (owner, admin)."""
+    """One grant (owner, admin).
+
+    In any state; active says whether it still applies. A member gets a 403; a grant outside the tenant is a 404.
+    """
     return grant_json(service.get(services().runtime, principal(), grant_id))
 
 
 @blp.route("/grants/<uuid:grant_id>", methods=["DELETE"])
 @blp.problems(403, 404)
 @blp.response(204)
+@blp.doc(
+    responses={
+        "403": refusal(
+            403, examples.problem(403, "forbidden", "Forbidden", "this action needs the owner or admin role")
+        )
+    }
+)
 @audited("grant.revoke", "grant", target_arg="grant_id")
 def revoke_grant(grant_id: uuid.UUID) -> None:
-    """Revoke a grant at once (owner, admin); revoking a revoked grant again is a 204 that changes nothing."""
+    """Revoke a grant at once (owner, admin); revoking a revoked grant again is a 204 that changes nothing.
+
+    From then on the calls it covered wait for a reviewer again; the grant stays listed, with revoked_at and
+    revoked_by. A member gets a 403; a grant outside the tenant is a 404. Audited as grant.revoke.
+    """
     grant = service.revoke(services().runtime, principal(), grant_id)
     audit_target("grant", grant.id, **service.audit_detail(grant), revoked_by=str(grant.revoked_by))
 

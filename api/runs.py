@@ -9,7 +9,7 @@ import marshmallow as ma
 from flask import Response
 from marshmallow import fields, validate
 
-from hango.api import sse
+from hango.api import examples, sse
 from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint
@@ -176,11 +176,23 @@ MessageList = list_of(MessageOut, "MessageList")
 
 @blp.route("/runs", methods=["POST"])
 @blp.problems(404)
-@blp.arguments(RunCreate)
-@blp.response(202, RunSchema)
+@blp.arguments(
+    RunCreate,
+    examples={
+        "input": {"summary": "One message of text", "value": examples.RUN_CREATE_INPUT},
+        "messages": {"summary": "A conversation so far, ending with the user", "value": examples.RUN_CREATE_MESSAGES},
+    },
+)
+@blp.response(202, RunSchema, example=examples.RUN_QUEUED)
 @audited("run.create", "run")
 def create_run(body: dict[str, Any]) -> Run:
-    """Start a run of an agent; it is queued and a worker picks it up."""
+    """Start a run of an agent; it is queued and a worker picks it up.
+
+    Anyone in the tenant may start one (a member then sees it among their own runs). The run keeps a snapshot of
+    the agent's configuration, so that a later change to the agent does not change it. The answer is the run in
+    state queued; follow it with GET /v1/runs/{run_id}/events or by polling. Give input or messages, not both
+    (400); an agent outside the tenant is a 404. Audited as run.create.
+    """
     messages = service.input_messages(body.get("input"), body.get("messages"))
     run = service.create_run(services().runtime, principal(), body["agent_id"], messages, trace_id())
     audit_written()  # with the run, in its transaction; a refusal above is audited by the hook
@@ -189,35 +201,52 @@ def create_run(body: dict[str, Any]) -> Run:
 
 @blp.route("/runs", methods=["GET"])
 @blp.arguments(RunListArgs, location="query")
-@blp.response(200, RunList)
+@blp.response(200, RunList, example=examples.RUNS)
 def list_runs(args: dict[str, Any]) -> Page[Run]:
-    """Runs visible to the caller (a member sees their own), newest first."""
+    """Runs visible to the caller (a member sees their own), newest first.
+
+    Owners and admins see every run of the tenant, a member only those they started. ?state= keeps the runs in one
+    state; pages come with ?limit= and ?cursor=.
+    """
     return service.list_runs(services().runtime, principal(), page_request(args), args["state"])
 
 
 @blp.route("/runs/<uuid:run_id>", methods=["GET"])
 @blp.problems(404)
-@blp.response(200, RunSchema)
+@blp.response(200, RunSchema, example=examples.RUN_AWAITING)
 def get_run(run_id: uuid.UUID) -> Run:
-    """One run."""
+    """One run.
+
+    Its state, times, error and token usage. Owners and admins may read any run of the tenant, a member only their
+    own: another member's run, like another tenant's, is a 404.
+    """
     return service.get_run(services().runtime, principal(), run_id)
 
 
 @blp.route("/runs/<uuid:run_id>/cancel", methods=["POST"])
 @blp.problems(404, 409)
-@blp.response(200, RunSchema)
+@blp.response(200, RunSchema, example=examples.RUN_CANCELLED)
 @audited("run.cancel", "run", target_arg="run_id")
 def cancel_run(run_id: uuid.UUID) -> Run:
-    """Cancel a queued, running or awaiting_approval run (its creator, owner, admin); 409 once it has finished."""
+    """Cancel a queued, running or awaiting_approval run (its creator, owner, admin); 409 once it has finished.
+
+    Takes no body. The answer is the run in state cancelled; a running loop stops at its next step, and the pending
+    approvals of a suspended run become cancelled in the same transaction. A run the caller cannot see (a member:
+    another's) is a 404; one already succeeded, failed or cancelled is a 409. Audited as run.cancel.
+    """
     return service.cancel_run(services().runtime, principal(), run_id)
 
 
 @blp.route("/runs/<uuid:run_id>/messages", methods=["GET"])
 @blp.problems(404)
 @blp.arguments(MessageListArgs, location="query")
-@blp.response(200, MessageList)
+@blp.response(200, MessageList, example=examples.MESSAGES)
 def list_messages(args: dict[str, Any], run_id: uuid.UUID) -> Page[Any]:
-    """The run's messages by ``seq`` (the run's and its subagents', one sequence)."""
+    """The run's messages by ``seq`` (the run's and its subagents', one sequence).
+
+    The conversation as stored: the input, each model turn with its tool calls (as the model wrote them, even when a
+    reviewer edited them), and each batch's tool results. Anyone who can see the run may read them; otherwise 404.
+    """
     return service.list_messages(services().runtime, principal(), run_id, page_request(args))
 
 
@@ -225,13 +254,15 @@ def list_messages(args: dict[str, Any], run_id: uuid.UUID) -> Page[Any]:
 @blp.problems(404)
 @blp.arguments(EventArgs, location="query")
 @blp.headers(sse.LAST_EVENT_ID)
-@blp.doc(responses=sse.stream_responses("the run's events"))
+@blp.doc(responses=sse.stream_responses("the run's events", examples.RUN_EVENTS))
 def stream_events(args: dict[str, Any], run_id: uuid.UUID) -> Response:
     """Server-Sent Events: the stored log from the start (or after ``Last-Event-ID`` / ``?after=``), then live.
 
     The stream stays open while the run is queued, running or awaiting_approval (a suspension is not an end: the
     client sees ``approval.requested``, ``approval.decided`` and the resumed run on one connection), and ends after
     ``run.finished``. It is re-authorised at every keep-alive: a revoked token or a removed membership closes it.
+    Anyone who can see the run may follow it (otherwise 404); a user holding HANGO_MAX_STREAMS_PER_USER streams
+    gets a 429, and a full process a 503, both with Retry-After.
     """
     after = sse.last_event_id(args.get("after") or 0)
     # Refusals (404, 429, 503) are raised here, so they are responses and not broken streams.

@@ -124,3 +124,10 @@ PROBLEM_STATUSES: dict[int, str] = {
     415: "The body is not application/json (urn:hango:problem:validation).",
     500: "An unexpected failure; it is logged and nothing about it is revealed (urn:hango:problem:internal).",
 }
+
+
+def refusal(status: int, example: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI response of a problem status with an example of this operation's problem document, for
+    ``blp.doc(responses=...)``."""
+    content = {"schema": Problem, "example": example}
+    return {"description": PROBLEM_STATUSES[status], "content": {PROBLEM_CONTENT_TYPE: content}}
