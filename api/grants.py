@@ -92,8 +92,9 @@ def create_grant(body: dict[str, Any]) -> dict[str, Any]:
 
     Until ttl passes or it is revoked, a call of the tool that a rule would suspend and that `when` matches runs
     at once, recorded as an approval decided by the grant's creator (with grant_id) and audited as
-    approval.auto_approve. A grant never applies to a rule with approvals_required, nor where its creator could not
-    approve alone; one that could never apply is a 400, as is a run_id of another agent. A member gets a 403; an
+    approval.auto_approve. A grant applies only where its creator could approve the call alone: never under a rule
+    with approvals_required, one that does not allow approve, or one naming other reviewers. A grant that could
+    never apply is a 400, as is a run_id of another agent. A member gets a 403; an
     agent or run outside the tenant is a 404; a tenant with HANGO_MAX_GRANTS_PER_TENANT active grants a 409.
     Audited as grant.create.
     """

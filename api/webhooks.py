@@ -67,7 +67,8 @@ class Delivery(ma.Schema):
         required=True,
         validate=validate.OneOf(DELIVERY_STATES),
         metadata={
-            "description": "pending (to be sent or retried), delivered (a 2xx answer) or failed (retries exhausted)"
+            "description": "pending (to be sent or retried), delivered (a 2xx answer) or failed (retries "
+            "exhausted, or the webhook deactivated)"
         },
     )
     last_status_code = fields.Integer(

@@ -192,8 +192,8 @@ class AgentConfig(ma.Schema):
         load_default=50,
         validate=validate.Range(min=1, max=MAX_TURNS_LIMIT),
         metadata={
-            "description": f"the most model turns one loop may take (the run's, and each subagent call's), 1 to "
-            f"{MAX_TURNS_LIMIT}; a run that reaches it fails. Default 50"
+            "description": f"the most model turns one loop may take, 1 to {MAX_TURNS_LIMIT} (default 50): the run "
+            "fails when its own loop reaches it, and a subagent call that reaches it answers the model an error"
         },
     )
     max_tokens = WholeNumber(
