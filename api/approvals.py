@@ -11,7 +11,7 @@ from flask import Response, request
 from marshmallow import fields, missing, validate
 
 from hango.agent.interrupts import REVIEWER_ROLES
-from hango.api import sse
+from hango.api import examples, sse
 from hango.api.audit import audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.decision_requests import DecisionsSchema, read_request
@@ -31,35 +31,74 @@ blp = Blueprint("approvals", __name__, url_prefix="/v1", description="Human-in-t
 
 
 class ApprovalVote(ma.Schema):
-    user_id = fields.UUID(required=True)
-    vote = fields.String(required=True, validate=validate.OneOf(VOTES))
-    created_at = fields.DateTime(required=True)
+    user_id = fields.UUID(required=True, metadata={"description": "the reviewer who voted"})
+    vote = fields.String(
+        required=True, validate=validate.OneOf(VOTES), metadata={"description": "approve, or reject (which is final)"}
+    )
+    created_at = fields.DateTime(required=True, metadata={"description": "when the vote was cast"})
 
 
 class Reviewers(ma.Schema):
-    roles = fields.List(fields.String(validate=validate.OneOf(REVIEWER_ROLES)))
-    users = fields.List(fields.UUID())
+    roles = fields.List(
+        fields.String(validate=validate.OneOf(REVIEWER_ROLES)),
+        metadata={"description": "roles whose holders may decide (owner, admin)"},
+    )
+    users = fields.List(fields.UUID(), metadata={"description": "ids of users who may decide, whatever their role"})
 
 
 class Approval(ma.Schema):
-    id = fields.UUID(required=True)
-    run_id = fields.UUID(required=True)
-    tool_call_id = fields.String(required=True)
-    tool_name = fields.String(required=True)
-    arguments = fields.Dict(required=True)
+    id = fields.UUID(required=True, metadata={"description": "the approval's id"})
+    run_id = fields.UUID(required=True, metadata={"description": "the run whose call waits"})
+    tool_call_id = fields.String(required=True, metadata={"description": "the id of the call, as the model gave it"})
+    tool_name = fields.String(required=True, metadata={"description": "the tool the call asks to run"})
+    arguments = fields.Dict(required=True, metadata={"description": "the call's arguments as the model wrote them"})
     arguments_sha256 = fields.String(
         required=True, metadata={"description": "hex SHA-256 of the RFC 8785 canonical JSON of arguments"}
     )
-    allowed_decisions = fields.List(fields.String(), required=True)
-    state = fields.String(required=True)
-    subagent_call_id = fields.UUID(allow_none=True, required=True)
-    created_at = fields.DateTime(required=True)
-    expires_at = fields.DateTime(required=True)
-    decision = fields.String(allow_none=True, required=True)
-    decision_args = fields.Dict(allow_none=True, required=True)
-    decision_message = fields.String(allow_none=True, required=True)
-    decided_by = fields.UUID(allow_none=True, required=True)
-    decided_at = fields.DateTime(allow_none=True, required=True)
+    allowed_decisions = fields.List(
+        fields.String(),
+        required=True,
+        metadata={"description": "the decisions the call's rule allows, among approve, edit, reject and respond"},
+    )
+    state = fields.String(
+        required=True,
+        metadata={
+            "description": "pending (waiting for a decision), decided, expired (its deadline passed) or cancelled "
+            "(its run was cancelled)"
+        },
+    )
+    subagent_call_id = fields.UUID(
+        allow_none=True,
+        required=True,
+        metadata={"description": "the subagent call whose loop made the call; null: the run's own loop"},
+    )
+    created_at = fields.DateTime(required=True, metadata={"description": "when the call began to wait"})
+    expires_at = fields.DateTime(
+        required=True,
+        metadata={
+            "description": "the deadline: created_at plus the rule's ttl, or HANGO_APPROVAL_TTL without one (moved "
+            "by an escalation)"
+        },
+    )
+    decision = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "approve, edit, reject or respond; null until decided (and while a quorum votes)"},
+    )
+    decision_args = fields.Dict(
+        allow_none=True, required=True, metadata={"description": "an edit's replacement arguments; null otherwise"}
+    )
+    decision_message = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "a reject's or respond's message, given to the model verbatim; null otherwise"},
+    )
+    decided_by = fields.UUID(
+        allow_none=True,
+        required=True,
+        metadata={"description": "who decided (a grant's creator for a standing approval); null until decided"},
+    )
+    decided_at = fields.DateTime(allow_none=True, required=True, metadata={"description": "when; null until decided"})
     execution = fields.String(
         required=True,
         validate=validate.OneOf(EXECUTIONS),
@@ -109,12 +148,24 @@ class DecidedApproval(Approval):
 
 
 class DecisionResult(ma.Schema):
-    run = fields.Nested(RunSchema, required=True)
-    approvals = fields.List(fields.Nested(DecidedApproval), required=True)
+    run = fields.Nested(
+        RunSchema,
+        required=True,
+        metadata={"description": "the run as this request committed it: queued once every call is decided"},
+    )
+    approvals = fields.List(
+        fields.Nested(DecidedApproval),
+        required=True,
+        metadata={"description": "the approvals this request named, as it left them"},
+    )
 
 
 class ApprovalArgs(ListArgs):
-    state = fields.String(load_default="pending", validate=validate.OneOf([*APPROVAL_STATES, "all"]))
+    state = fields.String(
+        load_default="pending",
+        validate=validate.OneOf([*APPROVAL_STATES, "all"]),
+        metadata={"description": "only approvals in this state; all: every state. Default pending"},
+    )
 
 
 ApprovalList = list_of(Approval, "ApprovalList")
@@ -142,7 +193,10 @@ def _command() -> Request:
 @blp.route("/runs/<uuid:run_id>/approvals", methods=["POST"])
 @blp.problems(400, 403, 404, 409)
 @blp.doc(
-    requestBody={"required": True, "content": {"application/json": {"schema": DecisionsSchema}}},
+    requestBody={
+        "required": True,
+        "content": {"application/json": {"schema": DecisionsSchema, "examples": examples.DECISIONS}},
+    },
     responses={
         "403": _problem(
             "urn:hango:problem:forbidden: a member; the run's creator when the tenant forbids self-approval; a caller "
@@ -155,10 +209,19 @@ def _command() -> Request:
         ),
     },
 )
-@blp.response(200, DecisionResult)
+@blp.response(200, DecisionResult, example=examples.DECISION_RESULT)
 @audited("approval.decide", "run", target_arg="run_id")
 def decide(run_id: uuid.UUID) -> dict[str, Any]:
-    """Decide every pending call of a suspended run (owner, admin; never a member, the run's creator included)."""
+    """Decide every pending call of a suspended run (owner, admin; never a member, the run's creator included).
+
+    One request names each pending call the caller may decide (by tool_call_id or approval_id) with approve, edit,
+    reject or respond, as each call's rule allows; an approve may also remember, creating a grant. The checks come in
+    this order: a run the caller cannot see is a 404; a member, a creator the tenant forbids to self-approve, or a
+    caller outside a call's reviewers a 403; a malformed body or a decision the rule refuses a 400; a run no longer
+    awaiting approval, a call left out, a changed arguments_sha256 or a second vote on a quorum a 409. Any refusal
+    stores nothing. On success the run is queued again once every call is decided (a quorum's approve before the
+    last one leaves it waiting). Each approval named is audited as approval.decide.
+    """
     # The service writes this request's audit rows, refusals included, in its own transaction (a run the caller
     # cannot see is the exception: the audit hook writes its row).
     decided = approvals.decide(services().runtime, principal(), run_id, _command(), trace_id())
@@ -173,28 +236,38 @@ def decide(run_id: uuid.UUID) -> dict[str, Any]:
 @blp.route("/runs/<uuid:run_id>/approvals", methods=["GET"])
 @blp.problems(404)
 @blp.arguments(ApprovalArgs, location="query")
-@blp.response(200, ApprovalList)
+@blp.response(200, ApprovalList, example=examples.APPROVALS)
 def list_run_approvals(args: dict[str, Any], run_id: uuid.UUID) -> dict[str, Any]:
-    """A run's approvals (anyone who can see the run), oldest first; ``?state=`` defaults to ``pending``."""
+    """A run's approvals (anyone who can see the run), oldest first; ``?state=`` defaults to ``pending``.
+
+    Each approval is one call that waited, or waits, for a human: its arguments, the decisions its rule allows, its
+    deadline and, once decided, the decision. ?state=all lists every state. A run the caller cannot see (a member:
+    another's) is a 404.
+    """
     page = approvals.list_for_run(services().runtime, principal(), run_id, args["state"], page_request(args))
     return _page(page)
 
 
 class ApprovalEventArgs(ma.Schema):
-    after = fields.Integer(load_default=None, validate=validate.Range(min=0, max=sse.MAX_SEQ))
+    after = fields.Integer(
+        load_default=None,
+        validate=validate.Range(min=0, max=sse.MAX_SEQ),
+        metadata={"description": "start after this event id, for clients that cannot send Last-Event-ID (which wins)"},
+    )
 
 
 @blp.route("/approvals/events", methods=["GET"])
 @blp.arguments(ApprovalEventArgs, location="query")
 @blp.headers(sse.LAST_EVENT_ID)
-@blp.doc(responses=sse.stream_responses("the tenant's approval events"))
+@blp.doc(responses=sse.stream_responses("the tenant's approval events", examples.APPROVAL_EVENTS))
 def stream_approval_events(args: dict[str, Any]) -> Response:
     """Server-Sent Events: the tenant's live approval queue (a member's: the approvals of their own runs).
 
     ``approval.requested``, ``approval.decided``, ``approval.expired`` and ``approval.cancelled``, each carrying
     the approval as the lists show it. Reconnecting with ``Last-Event-ID`` (or ``?after=``, for clients that
     cannot set headers) replays what was missed, for at least ``HANGO_APPROVAL_TTL``. Re-authorised at every
-    keep-alive, like a run's stream.
+    keep-alive, like a run's stream. Anyone in the tenant may follow it; a user holding HANGO_MAX_STREAMS_PER_USER
+    streams gets a 429, and a full process a 503, both with Retry-After.
     """
     after = sse.last_event_id(args.get("after") or 0)
     stream = open_approval_stream(services().runtime, services().live, principal(), after)
@@ -203,17 +276,21 @@ def stream_approval_events(args: dict[str, Any]) -> Response:
 
 @blp.route("/approvals", methods=["GET"])
 @blp.arguments(ApprovalArgs, location="query")
-@blp.response(200, ApprovalList)
+@blp.response(200, ApprovalList, example=examples.APPROVALS)
 def list_approvals(args: dict[str, Any]) -> dict[str, Any]:
-    """The tenant's approval queue, oldest first (a member sees the approvals of their own runs)."""
+    """The tenant's approval queue, oldest first (a member sees the approvals of their own runs).
+
+    By default the pending approvals of every run the caller can see, the oldest waiting first: the reviewers'
+    queue. ?state= picks another state, or all; pages come with ?limit= and ?cursor=.
+    """
     return _page(approvals.list_for_tenant(services().runtime, principal(), args["state"], page_request(args)))
 
 
 class ApprovalPreview(ma.Schema):
     """What an approval's call would make of its file, worked out by the server with the tool's own code."""
 
-    approval_id = fields.UUID(required=True)
-    tool_name = fields.String(required=True)
+    approval_id = fields.UUID(required=True, metadata={"description": "the approval previewed"})
+    tool_name = fields.String(required=True, metadata={"description": "the tool the call asks to run"})
     kind = fields.String(
         required=True,
         validate=validate.OneOf(["file", "none"]),
@@ -293,9 +370,13 @@ def _preview_json(approval_id: uuid.UUID, preview: Preview) -> dict[str, Any]:
 @blp.route("/approvals/<uuid:approval_id>", methods=["GET"])
 @blp.problems(404)
 @blp.arguments(NoQuery, location="query")
-@blp.response(200, Approval)
+@blp.response(200, Approval, example=examples.APPROVAL)
 def get_approval(_: dict[str, Any], approval_id: uuid.UUID) -> dict[str, Any]:
-    """One approval in any state, as the lists show it (a member: their own runs' only; otherwise 404)."""
+    """One approval in any state, as the lists show it (a member: their own runs' only; otherwise 404).
+
+    Anyone who can see the approval's run may read it, whatever its state: a link to an approval keeps working after
+    it was decided, expired or cancelled.
+    """
     row = reviewing.get_approval(services().runtime, principal(), approval_id)
     return approval_json(row, services().settings.approval_ttl)
 
@@ -303,7 +384,7 @@ def get_approval(_: dict[str, Any], approval_id: uuid.UUID) -> dict[str, Any]:
 @blp.route("/approvals/<uuid:approval_id>/preview", methods=["GET"])
 @blp.problems(404)
 @blp.arguments(NoQuery, location="query")
-@blp.response(200, ApprovalPreview)
+@blp.response(200, ApprovalPreview, example=examples.PREVIEW)
 def preview_approval(_: dict[str, Any], approval_id: uuid.UUID) -> dict[str, Any]:
     """What the call would make of its file, computed by the server (anyone who can see the approval).
 

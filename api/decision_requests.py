@@ -53,9 +53,22 @@ class DecisionSchema(ma.Schema):
         validate=validate.Length(min=1, max=500), metadata={"description": "the call's id, compared exactly"}
     )
     approval_id = fields.UUID(metadata={"description": "the approval's id, in any UUID spelling"})
-    decision = fields.String(required=True, validate=validate.OneOf(DECISIONS))
-    args = fields.Dict(keys=fields.String())
-    message = fields.String(validate=validate.Length(max=100_000))
+    decision = fields.String(
+        required=True,
+        validate=validate.OneOf(DECISIONS),
+        metadata={
+            "description": "approve (run the call), edit (run it with args instead), reject (do not run it; the "
+            "model gets an error result carrying message) or respond (do not run it; message is its result)"
+        },
+    )
+    args = fields.Dict(
+        keys=fields.String(),
+        metadata={"description": "edit only: the arguments that replace the call's, whole, checked by its tool"},
+    )
+    message = fields.String(
+        validate=validate.Length(max=100_000),
+        metadata={"description": "reject and respond only, and required there: not blank, at most 100,000 characters"},
+    )
     arguments_sha256 = fields.String(
         validate=validate.Regexp(
             r"^[0-9a-f]{64}$", error="must be the hex SHA-256 of the arguments (64 lowercase hex digits)"
@@ -89,7 +102,15 @@ class DecisionSchema(ma.Schema):
 class DecisionsSchema(ma.Schema):
     """The body of ``POST /v1/runs/{id}/approvals``."""
 
-    decisions = fields.List(fields.Nested(DecisionSchema), required=True, validate=validate.Length(min=1, max=1000))
+    decisions = fields.List(
+        fields.Nested(DecisionSchema),
+        required=True,
+        validate=validate.Length(min=1, max=1000),
+        metadata={
+            "description": "1 to 1000 decisions, one per call; together they must cover every pending call of the "
+            "run that the caller may decide (409 partial-decision otherwise)"
+        },
+    )
 
 
 _DECISIONS = DecisionsSchema()  # loading is stateless: one instance serves every request

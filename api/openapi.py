@@ -20,7 +20,14 @@ from apispec.ext.marshmallow.common import resolve_schema_cls
 from marshmallow import fields
 
 from hango.agent.config import AgentConfig, ModelConfig, SubagentConfig
-from hango.agent.interrupts import EXPIRY_ACTIONS, MATCHERS, MAX_APPROVALS_REQUIRED, QUORUM_DECISIONS, REVIEWER_ROLES
+from hango.agent.interrupts import (
+    EXPIRY_ACTIONS,
+    MATCHERS,
+    MAX_APPROVALS_REQUIRED,
+    MAX_DESCRIPTION_CHARS,
+    QUORUM_DECISIONS,
+    REVIEWER_ROLES,
+)
 from hango.api.decision_requests import DecisionSchema, RememberSchema
 from hango.api.grants import GrantCreate
 from hango.api.patterns import NOT_BLANK, duration_pattern
@@ -39,6 +46,19 @@ DESCRIPTION = (
     "then (`GET /readyz` names the dependency that is down)."
 )
 Refinement = Callable[[JsonSchema], None]
+# What each path parameter names; the same name means the same thing on every route.
+PATH_PARAMETERS = {
+    "agent_id": "the agent's id",
+    "approval_id": "the approval's id",
+    "delivery_id": "the delivery's id, one of this webhook's",
+    "grant_id": "the grant's id",
+    "path": "the file's path without its leading / (memories/AGENTS.md for /memories/AGENTS.md); only files under "
+    "/memories/ and /skills/ are served, any other path is a 404",
+    "run_id": "the run's id",
+    "token_id": "the token's id, as POST /v1/users/{user_id}/tokens returned it",
+    "user_id": "the user's id",
+    "webhook_id": "the webhook's id",
+}
 
 
 def _duration(maximum: timedelta, setting: str) -> JsonSchema:
@@ -58,7 +78,14 @@ MATCHER: JsonSchema = {
     "description": f"exactly one of {', '.join(MATCHERS)}",
     "oneOf": [
         _only("equals", {"description": "exact JSON equality, no coercion"}),
-        _only("prefix", {"oneOf": [{"type": "string"}, {"type": "array", "minItems": 1, "items": {"type": "string"}}]}),
+        _only(
+            "prefix",
+            {
+                "description": "the value starts with this text, or with any of these; a path argument is normalised "
+                "first, and a directory prefix also matches the directory itself",
+                "oneOf": [{"type": "string"}, {"type": "array", "minItems": 1, "items": {"type": "string"}}],
+            },
+        ),
         _only("size_over", {"type": "integer", "minimum": 0, "description": "UTF-8 bytes, written without a fraction"}),
     ],
 }
@@ -67,8 +94,16 @@ REVIEWERS: JsonSchema = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "roles": {"type": "array", "items": {"type": "string", "enum": list(REVIEWER_ROLES)}},
-        "users": {"type": "array", "items": {"type": "string", "format": "uuid"}},
+        "roles": {
+            "type": "array",
+            "items": {"type": "string", "enum": list(REVIEWER_ROLES)},
+            "description": "roles whose holders may decide",
+        },
+        "users": {
+            "type": "array",
+            "items": {"type": "string", "format": "uuid"},
+            "description": "ids of users who may decide, whatever their role",
+        },
     },
     "anyOf": [
         {"required": ["roles"], "properties": {"roles": {"minItems": 1}}},
@@ -94,6 +129,7 @@ def interrupt_rule(max_ttl: timedelta) -> JsonSchema:
                 "type": ["array", "null"],
                 "minItems": 1,
                 "items": {"type": "string", "enum": list(DECISIONS)},
+                "description": "the decisions a reviewer may take; omitted or null: all four",
             },
             "when": when_schema("every listed argument must match for the call to be interrupted"),
             "reviewers": REVIEWERS,
@@ -101,19 +137,35 @@ def interrupt_rule(max_ttl: timedelta) -> JsonSchema:
                 "type": "integer",
                 "minimum": 2,
                 "maximum": MAX_APPROVALS_REQUIRED,
-                "description": "written without a fraction (3, not 3.0)",
+                "description": f"distinct reviewers who must approve before the call runs, 2 to "
+                f"{MAX_APPROVALS_REQUIRED}, written without a fraction (3, not 3.0); one reject is final",
             },
-            "ttl": ttl,
+            "ttl": {**ttl, "description": f"the calls' deadline instead of HANGO_APPROVAL_TTL: {ttl['description']}"},
             "on_expiry": {
+                "description": 'what the deadline does: "fail" the run (the default), "reject" the call and let the '
+                "run go on, or hand the call once to other reviewers for a second deadline that fails the run",
                 "oneOf": [
                     {"type": "string", "enum": list(EXPIRY_ACTIONS)},
                     {
                         "type": "object",
                         "additionalProperties": False,
                         "required": ["escalate", "ttl"],
-                        "properties": {"escalate": REVIEWERS, "ttl": ttl},
+                        "properties": {
+                            "escalate": {**REVIEWERS, "description": "who may decide after the first deadline"},
+                            "ttl": {
+                                **ttl,
+                                "description": f"the second deadline, after the first: {ttl['description']}",
+                            },
+                        },
                     },
-                ]
+                ],
+            },
+            "description": {
+                "type": "string",
+                "maxLength": MAX_DESCRIPTION_CHARS,
+                "pattern": NOT_BLANK,
+                "description": f"why the calls wait, shown to their reviewers; not blank, at most "
+                f"{MAX_DESCRIPTION_CHARS} characters",
             },
         },
         # A quorum counts approvals and rejections only.
@@ -148,6 +200,19 @@ class Rules(BasePlugin):
             if converter is not None:
                 converter.add_attribute_function(_property_names)
 
+    def path_helper(
+        self,
+        path: str | None = None,
+        operations: dict[Any, Any] | None = None,
+        parameters: list[dict[Any, Any]] | None = None,
+        **kwargs: Any,
+    ) -> str | None:
+        """Describe each path parameter (flask-smorest documents only its type)."""
+        for parameter in parameters or []:
+            if isinstance(parameter, dict) and parameter.get("in") == "path" and parameter["name"] in PATH_PARAMETERS:
+                parameter.setdefault("description", PATH_PARAMETERS[parameter["name"]])
+        return path
+
     def schema_helper(self, name: str, definition: JsonSchema, **kwargs: Any) -> JsonSchema | None:
         """Refine a component schema in place (apispec passes the definition being built)."""
         schema = kwargs.get("schema")
@@ -166,7 +231,6 @@ class Rules(BasePlugin):
         properties = definition["properties"]
         properties["tools"]["items"]["enum"] = self._tools
         properties["interrupt_on"]["additionalProperties"] = interrupt_rule(self._settings.approval_max_ttl)
-        properties["subagents"]["description"] = "subagents, each name used once"
 
     def _subagent(self, definition: JsonSchema) -> None:
         properties = definition["properties"]
@@ -198,7 +262,8 @@ def _property_names(self: Any, field: fields.Field, **_: Any) -> JsonSchema:  # 
 
 
 def _model(definition: JsonSchema) -> None:
-    definition["properties"]["script"]["description"] = "scripted only; the ids its calls give are unique in it"
+    script = definition["properties"]["script"]
+    script["description"] = f"{script['description']}; the ids its calls give are unique in it"
     definition["oneOf"] = [
         {"title": "scripted", "properties": {"provider": {"const": "scripted"}}, "not": {"required": ["name"]}},
         {
@@ -223,7 +288,7 @@ def _decision(definition: JsonSchema) -> None:
             "type": "object",
             "additionalProperties": False,
             "required": ["decision", *(name for name in members if name != "remember")],
-            "properties": {**common, "decision": {"type": "string", **decision}, **members},
+            "properties": {**common, "decision": {**properties["decision"], **decision}, **members},
         }
 
     message = {**properties["message"], "pattern": NOT_BLANK}
@@ -241,7 +306,6 @@ def _decision(definition: JsonSchema) -> None:
 
 def _run(definition: JsonSchema) -> None:
     definition["oneOf"] = [{"title": "input", "required": ["input"]}, {"title": "messages", "required": ["messages"]}]
-    definition["properties"]["messages"]["description"] = "the conversation so far, ending with a user message"
 
 
 def _url(max_length: int) -> JsonSchema:

@@ -51,8 +51,16 @@ def list_of(item: type[ma.Schema], name: str) -> type[ma.Schema]:
     """The ``{"items": [...], "next_cursor": ...}`` envelope around an item schema."""
     return ma.Schema.from_dict(
         {
-            "items": fields.List(fields.Nested(item), required=True),
-            "next_cursor": fields.String(allow_none=True, required=True),
+            "items": fields.List(
+                fields.Nested(item),
+                required=True,
+                metadata={"description": "this page's items, at most ?limit= of them, in the list's order"},
+            ),
+            "next_cursor": fields.String(
+                allow_none=True,
+                required=True,
+                metadata={"description": "pass it as ?cursor= to get the next page; null on the last page"},
+            ),
         },
         name=name,
     )
@@ -65,8 +73,15 @@ class NoQuery(ma.Schema):
 class FieldProblem(ma.Schema):
     """One entry of a problem document's ``errors``."""
 
-    field = fields.String(required=True, metadata={"description": "dotted path, e.g. decisions[1].args.content"})
-    message = fields.String(required=True)
+    field = fields.String(
+        required=True,
+        metadata={
+            "description": "where the invalid value is: a dotted path into the body, with [n] for list items (e.g. "
+            "decisions[1].args.content), or the name of a query parameter, a header (Last-Event-ID) or `body` for "
+            "a body that cannot be read at all"
+        },
+    )
+    message = fields.String(required=True, metadata={"description": "what is wrong with that value, in English"})
 
 
 class Problem(ma.Schema):
@@ -76,11 +91,23 @@ class Problem(ma.Schema):
         # Some problems carry extra members (``remaining``, ``checks``); RFC 9457 allows them.
         unknown = ma.INCLUDE
 
-    type = fields.String(required=True, metadata={"description": "urn:hango:problem:<kind>"})
-    title = fields.String(required=True)
-    status = fields.Integer(required=True)
-    detail = fields.String(required=True)
-    errors = fields.List(fields.Nested(FieldProblem), metadata={"description": "every invalid field (400)"})
+    type = fields.String(
+        required=True,
+        metadata={
+            "description": "urn:hango:problem:<kind>, the kind of problem a client branches on: validation, "
+            "unauthorized, forbidden, not-found, conflict, partial-decision, not-awaiting-approval, stale-approval, "
+            "already-voted, payload-too-large, too-many-streams, stream-capacity-full, unavailable or internal"
+        },
+    )
+    title = fields.String(required=True, metadata={"description": "a short, fixed summary of the kind, e.g. Not found"})
+    status = fields.Integer(required=True, metadata={"description": "the HTTP status code of the response"})
+    detail = fields.String(
+        required=True, metadata={"description": "what went wrong with this request, in English, for a person"}
+    )
+    errors = fields.List(
+        fields.Nested(FieldProblem),
+        metadata={"description": "400 only: every invalid field of the request, each with its own message"},
+    )
 
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
@@ -97,3 +124,10 @@ PROBLEM_STATUSES: dict[int, str] = {
     415: "The body is not application/json (urn:hango:problem:validation).",
     500: "An unexpected failure; it is logged and nothing about it is revealed (urn:hango:problem:internal).",
 }
+
+
+def refusal(status: int, example: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI response of a problem status with an example of this operation's problem document, for
+    ``blp.doc(responses=...)``."""
+    content = {"schema": Problem, "example": example}
+    return {"description": PROBLEM_STATUSES[status], "content": {PROBLEM_CONTENT_TYPE: content}}

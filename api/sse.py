@@ -118,10 +118,10 @@ def last_event_id(default: int) -> int:
     return int(text)
 
 
-def stream_responses(description: str) -> dict[str, Any]:
-    """The OpenAPI responses of an event stream: the stream, and its refusals."""
+def stream_responses(description: str, examples: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI responses of an event stream: the stream (``examples``: some events' data), and its refusals."""
     data = {"type": "object", "description": "an event's data: members by event type, as api.md lists them"}
-    stream = {"description": description, "content": {"text/event-stream": {"schema": data}}}
+    stream = {"description": description, "content": {"text/event-stream": {"schema": data, "examples": examples}}}
     return {"200": stream, **refusals()}
 
 

@@ -27,25 +27,65 @@ class WholeNumber(fields.Integer):
 class ScriptedCall(ma.Schema):
     """One tool call of a scripted turn."""
 
-    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
-    args = fields.Dict(keys=fields.String(), load_default=dict)
-    id = fields.String(validate=validate.Length(min=1, max=200))
+    name = fields.String(
+        required=True,
+        validate=validate.Length(min=1, max=200),
+        metadata={"description": "the name of the tool the turn calls"},
+    )
+    args = fields.Dict(
+        keys=fields.String(),
+        load_default=dict,
+        metadata={"description": "the call's arguments, by the tool's argument names; default {}"},
+    )
+    id = fields.String(
+        validate=validate.Length(min=1, max=200),
+        metadata={
+            "description": "the call's id, unique within the script; omitted: the server generates one unique "
+            "within the run"
+        },
+    )
 
 
 class ScriptedTurn(ma.Schema):
     """One assistant turn of a scripted model."""
 
-    text = fields.String()
-    tool_calls = fields.List(fields.Nested(ScriptedCall), load_default=list)
+    text = fields.String(metadata={"description": "what the assistant says in this turn"})
+    tool_calls = fields.List(
+        fields.Nested(ScriptedCall),
+        load_default=list,
+        metadata={"description": "the tool calls the turn makes, run as one batch; none: the turn ends the loop"},
+    )
 
 
 class ModelConfig(ma.Schema):
     """``model``: a provider and its options."""
 
-    provider = fields.String(required=True, validate=validate.OneOf(PROVIDERS))
-    script = fields.List(fields.Nested(ScriptedTurn))
-    name = fields.String(validate=validate.Length(min=1, max=200))
-    max_tokens = WholeNumber(validate=validate.Range(min=1, max=1_000_000))
+    provider = fields.String(
+        required=True,
+        validate=validate.OneOf(PROVIDERS),
+        metadata={
+            "description": "scripted: a deterministic model that plays `script`, one turn per model call (once "
+            "used up it answers the text done); anthropic or openai: a hosted model, whose key and base URL are "
+            "the server's settings"
+        },
+    )
+    script = fields.List(
+        fields.Nested(ScriptedTurn), metadata={"description": "scripted only: the assistant turns, in order"}
+    )
+    name = fields.String(
+        validate=validate.Length(min=1, max=200),
+        metadata={
+            "description": "the hosted provider's model name, 1 to 200 characters (required for anthropic and "
+            "openai, refused for scripted)"
+        },
+    )
+    max_tokens = WholeNumber(
+        validate=validate.Range(min=1, max=1_000_000),
+        metadata={
+            "description": "hosted providers: the most output tokens of one model call when the agent's max_tokens "
+            "is null, 1 to 1,000,000 (default 4096)"
+        },
+    )
 
     @validates_schema
     def _provider_options(self, data: dict[str, Any], **_: Any) -> None:
@@ -80,27 +120,91 @@ InterruptRules = fields.Dict(keys=fields.String(validate=validate.Length(min=1, 
 class SubagentConfig(ma.Schema):
     """A declarative subagent the model may delegate to through the ``task`` tool."""
 
-    name = fields.String(required=True, validate=validate.Length(min=1, max=100))
-    description = fields.String(required=True, validate=validate.Length(max=2000))
-    system_prompt = fields.String(load_default="", validate=validate.Length(max=100_000))
-    tools = fields.List(fields.String(), load_default=list)
-    model = fields.Nested(ModelConfig, required=True)
-    interrupt_on = fields.Dict(keys=fields.String(), values=fields.Raw(), allow_none=True, load_default=None)
+    name = fields.String(
+        required=True,
+        validate=validate.Length(min=1, max=100),
+        metadata={"description": "the subagent_type a task call names, 1 to 100 characters, unique within the agent"},
+    )
+    description = fields.String(
+        required=True,
+        validate=validate.Length(max=2000),
+        metadata={"description": "what the subagent is for, in words for people, at most 2000 characters"},
+    )
+    system_prompt = fields.String(
+        load_default="",
+        validate=validate.Length(max=100_000),
+        metadata={"description": "the subagent's system prompt, at most 100,000 characters; default empty"},
+    )
+    tools = fields.List(
+        fields.String(), load_default=list, metadata={"description": "the tools the subagent may call; default none"}
+    )
+    model = fields.Nested(ModelConfig, required=True, metadata={"description": "the subagent's own model"})
+    interrupt_on = fields.Dict(
+        keys=fields.String(),
+        values=fields.Raw(),
+        allow_none=True,
+        load_default=None,
+        metadata={
+            "description": "the subagent's own interrupt rules, by tool name, as the agent's; null (the default): "
+            "the rules of the loop that called it"
+        },
+    )
 
 
 class AgentConfig(ma.Schema):
     """The body of ``POST /v1/agents`` and ``PUT /v1/agents/{id}``."""
 
-    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
-    system_prompt = fields.String(load_default="", validate=validate.Length(max=100_000))
-    model = fields.Nested(ModelConfig, required=True)
-    tools = fields.List(fields.String(validate=validate.Length(min=1, max=200)), load_default=list)
-    interrupt_on = fields.Dict(
-        keys=fields.String(validate=validate.Length(min=1, max=200)), values=fields.Raw(), load_default=dict
+    name = fields.String(
+        required=True,
+        validate=validate.Length(min=1, max=200),
+        metadata={"description": "the agent's name, 1 to 200 characters, unique within the tenant (409 otherwise)"},
     )
-    subagents = fields.List(fields.Nested(SubagentConfig), load_default=list)
-    max_turns = WholeNumber(load_default=50, validate=validate.Range(min=1, max=MAX_TURNS_LIMIT))
-    max_tokens = WholeNumber(load_default=None, allow_none=True, validate=validate.Range(min=1, max=10_000_000))
+    system_prompt = fields.String(
+        load_default="",
+        validate=validate.Length(max=100_000),
+        metadata={"description": "the system prompt of every model call, at most 100,000 characters; default empty"},
+    )
+    model = fields.Nested(ModelConfig, required=True, metadata={"description": "the model the agent's runs call"})
+    tools = fields.List(
+        fields.String(validate=validate.Length(min=1, max=200)),
+        load_default=list,
+        metadata={
+            "description": "the registered tools the model may call, by name (task delegates work to a subagent); an "
+            "unknown name is a 400; default none"
+        },
+    )
+    interrupt_on = fields.Dict(
+        keys=fields.String(validate=validate.Length(min=1, max=200)),
+        values=fields.Raw(),
+        load_default=dict,
+        metadata={
+            "description": "which calls wait for a human, by tool name: true (every call, all four decisions), false "
+            "(never; the only way to lift a default rule, logged and audited) or a rule object. Merged over the "
+            "default rules, which hold write_file and edit_file under /memories/ and /skills/"
+        },
+    )
+    subagents = fields.List(
+        fields.Nested(SubagentConfig),
+        load_default=list,
+        metadata={"description": "subagents the model may start with the task tool, each name used once"},
+    )
+    max_turns = WholeNumber(
+        load_default=50,
+        validate=validate.Range(min=1, max=MAX_TURNS_LIMIT),
+        metadata={
+            "description": f"the most model turns one loop may take, 1 to {MAX_TURNS_LIMIT} (default 50): the run "
+            "fails when its own loop reaches it, and a subagent call that reaches it answers the model an error"
+        },
+    )
+    max_tokens = WholeNumber(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Range(min=1, max=10_000_000),
+        metadata={
+            "description": "the most output tokens of each model call of the agent and its subagents, 1 to "
+            "10,000,000; null (the default): the model's own max_tokens"
+        },
+    )
 
     @validates_schema
     def _unique_subagents(self, data: dict[str, Any], **_: Any) -> None:
