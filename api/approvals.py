@@ -168,6 +168,17 @@ class ApprovalArgs(ListArgs):
     )
 
 
+class TenantApprovalArgs(ApprovalArgs):
+    order = fields.String(
+        load_default="oldest",
+        validate=validate.OneOf(["oldest", "newest"]),
+        metadata={
+            "description": "oldest (default): the oldest requested first, the reviewers' queue; newest: the most "
+            "recently requested first, for what was decided lately without reading the whole history"
+        },
+    )
+
+
 ApprovalList = list_of(Approval, "ApprovalList")
 
 
@@ -275,15 +286,18 @@ def stream_approval_events(args: dict[str, Any]) -> Response:
 
 
 @blp.route("/approvals", methods=["GET"])
-@blp.arguments(ApprovalArgs, location="query")
+@blp.arguments(TenantApprovalArgs, location="query")
 @blp.response(200, ApprovalList, example=examples.APPROVALS)
 def list_approvals(args: dict[str, Any]) -> dict[str, Any]:
     """The tenant's approval queue, oldest first (a member sees the approvals of their own runs).
 
     By default the pending approvals of every run the caller can see, the oldest waiting first: the reviewers'
-    queue. ?state= picks another state, or all; pages come with ?limit= and ?cursor=.
+    queue. ?state= picks another state, or all; ?order=newest lists the most recently requested first; pages come
+    with ?limit= and ?cursor=.
     """
-    return _page(approvals.list_for_tenant(services().runtime, principal(), args["state"], page_request(args)))
+    newest = args["order"] == "newest"
+    found = approvals.list_for_tenant(services().runtime, principal(), args["state"], page_request(args), newest)
+    return _page(found)
 
 
 class ApprovalPreview(ma.Schema):

@@ -17,6 +17,8 @@
   const MANAGERS = ["owner", "admin"];
   const PREVIEWED = ["write_file", "edit_file"];
   const RECENTLY_DECIDED = 20; // rows of the "Recently decided" list
+  // The most recently requested decided approvals read to fill it (one page); the newest decisions among them show.
+  const DECIDED_READ = 100;
   // What a decision did, said without promising an undo (there is none): the run goes on with it.
   const CONFIRMED = {
     approve: ["Approved", "the run resumes"],
@@ -920,8 +922,8 @@
   }
 
   // --- recently decided -------------------------------------------------------------------------------------
-  // The list reads every decided approval the token may see (the API lists them oldest first, so the newest are on
-  // its last page) and keeps the newest; the tenant stream's approval.decided events add to it live.
+  // The list reads one page of decided approvals, the most recently requested first (?order=newest), and keeps the
+  // most recently decided of them; the tenant stream's approval.decided events add to it live.
 
   function decidedPanel() {
     const body = element("tbody");
@@ -956,7 +958,8 @@
   async function loadDecided() {
     const panel = page.decided;
     try {
-      for (const item of await everyPage("/v1/approvals?state=decided&limit=200", 10_000)) noteDecided(item);
+      const found = await call("GET", `/v1/approvals?state=decided&order=newest&limit=${DECIDED_READ}`);
+      for (const item of found.items) noteDecided(item);
     } catch (error) {
       if (panel) showProblem(panel.problem, error.body || { detail: error.message });
     }

@@ -141,10 +141,14 @@ def _visible_to(principal: Principal) -> Select[PendingApproval]:
     return statement
 
 
-def list_for_tenant(session: Session, principal: Principal, state: str, page: PageRequest) -> Page[PendingApproval]:
-    """The tenant's approval queue, oldest first; a member sees the approvals of their own runs only."""
-    statement = _visible_to(principal)
-    return paginate(session, _filtered(statement, state), [PendingApproval.created_at, PendingApproval.id], page)
+def list_for_tenant(
+    session: Session, principal: Principal, state: str, page: PageRequest, newest: bool = False
+) -> Page[PendingApproval]:
+    """The tenant's approval queue, oldest first (``newest``: most recent first); a member sees the approvals of
+    their own runs only."""
+    statement = _filtered(_visible_to(principal), state)
+    keys = [PendingApproval.created_at, PendingApproval.id]
+    return paginate(session, statement, keys, page, descending=newest)
 
 
 def get_visible(session: Session, principal: Principal, approval_id: uuid.UUID) -> PendingApproval:

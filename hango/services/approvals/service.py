@@ -274,7 +274,9 @@ def list_for_run(
         return store.list_for_run(session, principal, run_id, state, page)
 
 
-def list_for_tenant(runtime: Runtime, principal: Principal, state: str, page: PageRequest) -> Page[PendingApproval]:
-    """The tenant's approval queue (a member: their own runs')."""
+def list_for_tenant(
+    runtime: Runtime, principal: Principal, state: str, page: PageRequest, newest: bool = False
+) -> Page[PendingApproval]:
+    """The tenant's approval queue (a member: their own runs'), oldest first, or newest first."""
     with runtime.db.transaction() as session:
-        return store.list_for_tenant(session, principal, state, page)
+        return store.list_for_tenant(session, principal, state, page, newest)
