@@ -11,6 +11,8 @@ with Client("http://127.0.0.1:8000", token) as hango:
 from hango.client.client import Client
 from hango.client.errors import ClientError, ProblemError, TransportError
 from hango.client.types import (
+    Agent,
+    AgentWarning,
     Approval,
     ApprovalPreview,
     Decision,
@@ -24,6 +26,8 @@ from hango.client.types import (
 )
 
 __all__ = [
+    "Agent",
+    "AgentWarning",
     "Approval",
     "ApprovalPreview",
     "Client",

@@ -54,8 +54,19 @@ class IssuedToken(TypedDict):
     token: str
 
 
+class AgentWarning(TypedDict):
+    """What an agent's own interrupt rules no longer cover, in a reviewer's words: a default rule replaced or
+    lifted, or a tool that can write and that no rule covers."""
+
+    tool: str
+    message: str
+
+
 class Agent(TypedDict, total=False):
-    """An agent definition as the API shows it, with its merged interrupt rules."""
+    """An agent definition as the API shows it, with its merged interrupt rules.
+
+    ``warnings`` comes with the answer of a create or a replace only (``[]``: nothing to say).
+    """
 
     id: Required[str]
     name: Required[str]
@@ -70,6 +81,7 @@ class Agent(TypedDict, total=False):
     created_by: str
     created_at: str
     updated_at: str
+    warnings: list[AgentWarning]
 
 
 class Usage(TypedDict):

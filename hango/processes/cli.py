@@ -15,7 +15,7 @@ from hango.kernel.config import Settings
 from hango.kernel.errors import ConfigError, HangoError
 from hango.kernel.logs import configure_logging
 from hango.platform.db import Database
-from hango.processes import cli_reviewer, migrate, standalone
+from hango.processes import cli_agents, cli_reviewer, cli_runs, migrate, standalone
 from hango.services import tenancy
 
 
@@ -45,6 +45,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
+@click.version_option(package_name="hango", prog_name="hango", message="%(prog)s %(version)s")
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """hango: a multi-tenant agent runtime server with durable human-in-the-loop approvals."""
@@ -228,6 +229,7 @@ def flower_command(ctx: click.Context, port: int, address: str, insecure_no_auth
         raise click.ClickException(str(exc)) from exc
 
 
-# The reviewers' commands talk to a server through hango.client; they live in their own module.
-main.add_command(cli_reviewer.runs)
+# The commands that talk to a server through hango.client live in modules of their own.
+main.add_command(cli_agents.agents)
+main.add_command(cli_runs.runs)
 main.add_command(cli_reviewer.approvals)

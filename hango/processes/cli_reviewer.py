@@ -1,24 +1,29 @@
-"""The reviewers' commands, ``hango runs …`` and ``hango approvals …``: a thin edge over :mod:`hango.client`.
+"""The reviewers' commands, ``hango approvals …``: a thin edge over :mod:`hango.client`.
 
-Each command talks to a server at ``--url`` / ``HANGO_URL`` with ``--token`` / ``HANGO_TOKEN``. Output is
-human-readable by default; ``--json`` prints JSON only (one document, or JSON Lines for a stream). Exit status:
-0 done, 1 refused by the server (its problem detail and field errors on stderr) or unreachable, 2 bad usage.
+Options, output and exit statuses are those of every remote command (:mod:`hango.processes.cli_remote`).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 import click
 
-from hango.client import Approval, Client, Decision, Event, ProblemError, Run, TransportError
+from hango.client import Approval, Client, Decision, DecisionResult, ProblemError
 from hango.client.types import ApprovalPreview, DecisionKind
-
-F = TypeVar("F", bound=Callable[..., Any])
+from hango.processes.cli_remote import (
+    connected,
+    connection_options,
+    display,
+    emit_json,
+    emit_json_lines,
+    fail,
+    run_line,
+    summary,
+    table,
+)
 
 # How each decision option is spelt, and the option that must follow it with its value.
 DECISION_OPTIONS: dict[str, DecisionKind] = {
@@ -31,95 +36,9 @@ FOLLOWER: dict[DecisionKind, str] = {"reject": "--message", "respond": "--messag
 # What may follow a decision (after its required follower): the digest of the arguments the reviewer saw, and for
 # an approve, a standing approval of the same call for a duration.
 MODIFIERS = ("--sha256", "--remember")
+KNOWN_OPTIONS = frozenset({*DECISION_OPTIONS, "--message", "--args", *MODIFIERS})
+T = TypeVar("T")
 APPROVAL_STATES = ["pending", "decided", "expired", "cancelled", "all"]
-
-
-def connection_options(command: F) -> F:
-    """The server and token options every reviewer command takes, with ``--json``."""
-    command = click.option("--json", "as_json", is_flag=True, help="Print JSON only, for scripts.")(command)
-    command = click.option("--token", envvar="HANGO_TOKEN", required=True, help="API token [env: HANGO_TOKEN].")(
-        command
-    )
-    return click.option("--url", envvar="HANGO_URL", required=True, help="Server URL [env: HANGO_URL].")(command)
-
-
-@contextmanager
-def connected(url: str, token: str) -> Iterator[Client]:
-    """A client of the server; a refusal or a network failure becomes exit status 1 with the reason on stderr."""
-    # httpx logs every request at INFO: a reviewer's terminal shows the answers, not a log line per request.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    try:
-        with Client(url, token) as client:
-            yield client
-    except ProblemError as error:
-        report_problem(error)
-        raise SystemExit(1) from error
-    except TransportError as error:
-        click.echo(f"error: {error}", err=True)
-        raise SystemExit(1) from error
-
-
-def report_problem(error: ProblemError) -> None:
-    """Print a problem document for a human: status, title and detail, then each field error and what remains."""
-    click.echo(f"error: {error.status} {error.title}: {error.detail}", err=True)
-    for field_error in error.errors:
-        click.echo(f"  {field_error['field']}: {field_error['message']}", err=True)
-    for remaining in error.body.get("remaining") or []:
-        click.echo(f"  undecided: {remaining['tool_call_id']} ({remaining['tool_name']})", err=True)
-
-
-def emit_json(value: Any) -> None:
-    """Print one compact JSON document on its own line."""
-    click.echo(json.dumps(value, sort_keys=True))
-
-
-@click.group()
-def runs() -> None:
-    """Start runs and watch their events (needs a server: --url, --token)."""
-
-
-@runs.command("create")
-@click.option("--agent", "agent_id", required=True, help="The agent's id.")
-@click.option("--input", "text", required=True, help="The user's message.")
-@click.option("--watch", is_flag=True, help="Then print the run's events live until it finishes.")
-@connection_options
-def runs_create(agent_id: str, text: str, watch: bool, url: str, token: str, as_json: bool) -> None:
-    """Start a run of an agent, and optionally watch it."""
-    with connected(url, token) as client:
-        run = client.create_run(agent_id, text)
-        emit_json(run) if as_json else click.echo(run_line(run))
-        if watch:
-            print_events(client.run_events(run["id"]), as_json)
-
-
-@runs.command("watch")
-@click.argument("run_id")
-@connection_options
-def runs_watch(run_id: str, url: str, token: str, as_json: bool) -> None:
-    """Print a run's events from the start, live, until it finishes (JSON Lines with --json)."""
-    with connected(url, token) as client:
-        print_events(client.run_events(run_id), as_json)
-
-
-def run_line(run: Run) -> str:
-    """A run in one line."""
-    error = f"  error: {run['error']}" if run["error"] else ""
-    return f"run {run['id']}  {run['state']}  agent {run['agent_id']}{error}"
-
-
-def print_events(events: Iterator[Event], as_json: bool) -> None:
-    """Print each event as it arrives."""
-    for event in events:
-        if as_json:
-            emit_json(event)
-        else:
-            click.echo(f"{event['id'] or '-':>5}  {event['type']:<22}  {summary(event['data'])}")
-
-
-def summary(data: Any, width: int = 100) -> str:
-    """Compact JSON cut to ``width`` characters."""
-    text = json.dumps(data, separators=(",", ":"), sort_keys=True)
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @click.group()
@@ -132,40 +51,30 @@ def approvals() -> None:
 @click.option("--state", default="pending", show_default=True, type=click.Choice(APPROVAL_STATES))
 @connection_options
 def approvals_list(run_id: str | None, state: str, url: str, token: str, as_json: bool) -> None:
-    """The tenant's approval queue (or one run's approvals), oldest first, every page."""
+    """The tenant's approval queue (or one run's approvals), oldest first, every page (JSON Lines with --json)."""
     with connected(url, token) as client:
         if run_id:
-            items = list(client.iter_run_approvals(run_id, state=state, limit=200))
+            found = client.iter_run_approvals(run_id, state=state, limit=200)
         else:
-            items = list(client.iter_approvals(state=state, limit=200))
-    if as_json:
-        emit_json(items)
-    elif not items:
+            found = client.iter_approvals(state=state, limit=200)
+        if as_json:
+            emit_json_lines(found)
+            return
+        items = list(found)
+    if not items:
         click.echo(f"no {'' if state == 'all' else state + ' '}approvals")
     else:
         click.echo(approval_table(items))
 
 
 def approval_table(items: list[Approval]) -> str:
-    """Approvals as aligned columns."""
+    """Approvals as aligned columns, their arguments cut short."""
     header = ("ID", "RUN", "TOOL", "CALL", "STATE", "CREATED", "ARGUMENTS")
-    rows = [
-        (
-            a["id"],
-            a["run_id"],
-            a["tool_name"],
-            a["tool_call_id"],
-            a["state"],
-            a["created_at"],
-            summary(a["arguments"], 60),
-        )
+    rows = (
+        (a["id"], a["run_id"], a["tool_name"], a["tool_call_id"], a["state"], a["created_at"], summary(a["arguments"]))
         for a in items
-    ]
-    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header) - 1)]
-    return "\n".join(
-        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]]).rstrip()
-        for row in [header, *rows]
     )
+    return table(header, rows)
 
 
 @approvals.command("show")
@@ -219,33 +128,32 @@ def _show_change(change: ApprovalPreview) -> None:
         click.echo(f"{'':<19}{change['note']}")
 
 
-def display(value: Any) -> str:
-    """A value for a human: lists joined, None as a dash, the rest as JSON or text."""
-    if value is None:
-        return "-"
-    if isinstance(value, list):
-        return ", ".join(map(str, value))
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
 @approvals.command(
     "decide",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True},
     options_metavar="[--url URL] [--token TOKEN] [--json]",
 )
-@click.argument("run_id")
+@click.argument("target_id", metavar="ID")
 @click.argument("decision_options", nargs=-1, type=click.UNPROCESSED, metavar="DECISION...")
 @connection_options
-def approvals_decide(run_id: str, decision_options: tuple[str, ...], url: str, token: str, as_json: bool) -> None:
-    """Decide every pending call of RUN_ID in one request.
+def approvals_decide(target_id: str, decision_options: tuple[str, ...], url: str, token: str, as_json: bool) -> None:
+    """Decide every pending call of a run in one request, or one approval.
+
+    ID is either a run's id, and then each DECISION names its CALL (the tool call id, see
+    "hango approvals list --run RUN_ID"); or an approval's id (the first column of "hango
+    approvals list"), and then one DECISION names no CALL:
+
+    \b
+      hango approvals decide RUN_ID --approve call_1 --reject call_2 --message M
+      hango approvals decide APPROVAL_ID --approve
 
     Each DECISION is one of:
 
     \b
-      --approve CALL
-      --reject CALL --message M
-      --respond CALL --message M
-      --edit CALL --args JSON     (the call's new arguments, a JSON object)
+      --approve [CALL]
+      --reject [CALL] --message M
+      --respond [CALL] --message M
+      --edit [CALL] --args JSON     (the call's new arguments, a JSON object)
 
     and may go on with:
 
@@ -253,14 +161,17 @@ def approvals_decide(run_id: str, decision_options: tuple[str, ...], url: str, t
       --sha256 DIGEST    the arguments_sha256 you reviewed ("hango approvals show"); if the
                          call's arguments are not those, the server refuses (409) and stores nothing
       --remember TTL     (approve only) also approve this exact call again, for TTL (e.g. 1h)
-
-    CALL is the tool call id (see "hango approvals list --run RUN_ID").
     """
-    if run_id.startswith("-"):
-        raise click.UsageError("RUN_ID comes first: hango approvals decide RUN_ID --approve CALL ...")
+    if target_id.startswith("-"):
+        raise click.UsageError(
+            "the id comes first: hango approvals decide RUN_ID --approve CALL ..., or APPROVAL_ID --approve"
+        )
     decisions = parse_decisions(list(decision_options))
     with connected(url, token) as client:
-        result = client.decide(run_id, decisions)
+        if "tool_call_id" in decisions[0]:
+            result = _decide_run(client, target_id, decisions)
+        else:
+            result = _decide_approval(client, target_id, decisions[0])
     if as_json:
         emit_json(result)
         return
@@ -269,6 +180,49 @@ def approvals_decide(run_id: str, decision_options: tuple[str, ...], url: str, t
         click.echo(f"  {_outcome(approval):<8}  {approval['tool_name']:<12}  {approval['tool_call_id']}")
         if approval["state"] == "pending":
             click.echo(f"    still pending: {_tally(approval)}")
+
+
+def _decide_run(client: Client, run_id: str, decisions: list[Decision]) -> DecisionResult:
+    """Decide calls of a run named by their call ids; an id that is an approval's is named as such."""
+    try:
+        return client.decide(run_id, decisions)
+    except ProblemError as error:
+        if error.status != 404:
+            raise
+        approval = _found(lambda: client.get_approval(run_id))
+        if approval is None:
+            _not_found(run_id)
+        fail(
+            f"404 Not found: {run_id} is an approval (of run {approval['run_id']}), not a run: name no CALL, "
+            f"e.g. hango approvals decide {run_id} --approve"
+        )
+
+
+def _decide_approval(client: Client, approval_id: str, decision: Decision) -> DecisionResult:
+    """Decide one approval named by its id: its run and call are read from ``GET /v1/approvals/{id}``."""
+    approval = _found(lambda: client.get_approval(approval_id))
+    if approval is None:
+        if _found(lambda: client.get_run(approval_id)) is None:
+            _not_found(approval_id)
+        fail(
+            f"404 Not found: {approval_id} is a run, not an approval: name the CALL of each decision, e.g. "
+            f"hango approvals decide {approval_id} --approve CALL (its calls: hango approvals list --run {approval_id})"
+        )
+    return client.decide(approval["run_id"], [{**decision, "approval_id": approval["id"]}])
+
+
+def _found(read: Callable[[], T]) -> T | None:
+    """What ``read`` answers, or ``None`` when the server answers 404."""
+    try:
+        return read()
+    except ProblemError as error:
+        if error.status != 404:
+            raise
+        return None
+
+
+def _not_found(target_id: str) -> NoReturn:
+    fail(f"404 Not found: no run or approval you can see has the id {target_id}")
 
 
 def _tally(approval: Approval) -> str:
@@ -285,10 +239,14 @@ def _outcome(approval: Approval) -> str:
 
 
 def parse_decisions(tokens: list[str]) -> list[Decision]:
-    """The decisions spelt by the options after RUN_ID, in their order.
+    """The decisions spelt by the options after the id, in their order.
+
+    Each names its CALL (the id is a run's), or one alone names none (the id is an approval's): a decision option
+    followed by another known option, or by nothing, names no call.
 
     Raises:
-        click.UsageError: an unknown option, a missing value or follower, or ``--args`` that is not a JSON object.
+        click.UsageError: an unknown option, a missing value or follower, ``--args`` that is not a JSON object, or
+            decisions that name their calls and decisions that do not, or several that do not.
     """
     pending = _split_equals(tokens)
     decisions: list[Decision] = []
@@ -299,11 +257,13 @@ def parse_decisions(tokens: list[str]) -> list[Decision]:
             raise click.UsageError(
                 f"unexpected {option!r}: a decision starts with --approve, --reject, --respond or --edit"
             )
-        decision: Decision = {"tool_call_id": _value(pending, option), "decision": kind}
+        decision: Decision = {"decision": kind}
+        if pending and pending[0] not in KNOWN_OPTIONS:
+            decision["tool_call_id"] = pending.pop(0)
         follower = FOLLOWER.get(kind)
         if follower is not None:
             if not pending or pending[0] != follower:
-                raise click.UsageError(f"{option} CALL must be followed by {follower}")
+                raise click.UsageError(f"{option} [CALL] must be followed by {follower}")
             pending.pop(0)
             value = _value(pending, follower)
             if kind == "edit":
@@ -312,9 +272,23 @@ def parse_decisions(tokens: list[str]) -> list[Decision]:
                 decision["message"] = value
         _modify(decision, pending, option)
         decisions.append(decision)
+    _check_calls_named(decisions)
+    return decisions
+
+
+def _check_calls_named(decisions: list[Decision]) -> None:
+    """Every decision names its call (a run's id), or a single one names none (an approval's id)."""
     if not decisions:
         raise click.UsageError("name at least one decision: --approve, --reject, --respond or --edit")
-    return decisions
+    named = sum(1 for decision in decisions if "tool_call_id" in decision)
+    if named == len(decisions):
+        return
+    if named:
+        raise click.UsageError(
+            "name the CALL of every decision (after a run id) or of none (after an approval id), not of some"
+        )
+    if len(decisions) > 1:
+        raise click.UsageError("an approval id takes one decision; to decide several calls, give the run id and CALLs")
 
 
 def _modify(decision: Decision, pending: list[str], option: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import signal
@@ -78,6 +79,12 @@ def test_a_malformed_setting_stops_the_process_naming_it(variable: str, value: s
     assert result.returncode != 0
     assert variable in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_version_prints_the_installed_distributions_version() -> None:
+    result = _run(["--version"], _env())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"hango {importlib.metadata.version('hango')}\n"
 
 
 def test_a_missing_database_url_stops_the_process_naming_it() -> None:

@@ -4,6 +4,7 @@ processes against a real gunicorn server and worker; their output, their ``--jso
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -14,8 +15,8 @@ from flask.testing import FlaskClient
 
 from hango.kernel.config import Settings
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
-from tests.integration.hitl_helpers import finished, pending, suspended_run, tool_results, write_memory
-from tests.support.processes import HANGO, api_server, settings_env
+from tests.integration.hitl_helpers import decide, finished, pending, suspended_run, tool_results, write_memory
+from tests.support.processes import HANGO, api_server, settings_env, wait_until
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 
@@ -50,7 +51,7 @@ def test_a_reviewer_lists_shows_and_decides_several_calls_in_one_command(
     run_id = _two_writes(client, tenant)
     listed = hango(tenant.owner, "approvals", "list", "--run", run_id, "--json")
     assert listed.returncode == 0, listed.stderr
-    items = json.loads(listed.stdout)
+    items = [json.loads(line) for line in listed.stdout.splitlines()]  # JSON Lines: one object per line
     assert items == pending(client, tenant.owner, run_id)
     assert sorted(item["tool_call_id"] for item in items) == ["call_a", "call_b"]  # one batch: one created_at
 
@@ -153,6 +154,7 @@ def test_a_refused_decision_exits_1_with_the_problem_on_stderr(
     assert unknown.returncode == 1
     assert unknown.stderr.startswith("error: 400 ")
     assert "\n  decisions[0].tool_call_id: no pending call" in unknown.stderr
+    assert unknown.stderr.count("no pending call") == 1  # the detail repeats the field error: printed once
 
     bad_args = hango(tenant.owner, "approvals", "decide", run_id, "--edit", "c1", "--args", '{"file_path": 3}')
     assert bad_args.returncode == 1
@@ -167,7 +169,8 @@ def test_a_refused_decision_exits_1_with_the_problem_on_stderr(
         ["--reject", "c1"],  # no --message
         ["--edit", "c1", "--args", "{not json"],
         ["--edit", "c1", "--args", "[1, 2]"],
-        ["--approve"],
+        ["--approve", "--approve"],  # an approval id takes one decision
+        ["--approve", "c1", "--reject", "--message", "no"],  # every decision names its call, or none does
         [],
         ["--maybe", "c1"],
     ],
@@ -182,11 +185,19 @@ def test_bad_usage_exits_2_and_sends_nothing(
     assert result.stdout == ""
 
 
-def test_without_a_token_the_command_is_a_usage_error(settings: Settings, base: str) -> None:
-    env = {**settings_env(settings), "HANGO_URL": base}
-    result = subprocess.run([*HANGO, "approvals", "list"], env=env, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2
-    assert "--token" in result.stderr
+@pytest.mark.parametrize(
+    ("variable", "missing"),
+    [("HANGO_TOKEN", "Missing HANGO_TOKEN (or --token)"), ("HANGO_URL", "Missing HANGO_URL (or --url)")],
+)
+def test_a_missing_url_or_token_is_a_usage_error_naming_its_variable(
+    settings: Settings, base: str, variable: str, missing: str
+) -> None:
+    env = {**settings_env(settings), "HANGO_URL": base, "HANGO_TOKEN": "hango_x"}
+    del env[variable]
+    for command in (["approvals", "list"], ["runs", "watch", str(uuid.uuid4())], ["agents", "list"]):
+        result = subprocess.run([*HANGO, *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2
+        assert result.stderr.splitlines()[-1] == f"Error: {missing}"
 
 
 def test_runs_create_watch_prints_the_events_until_the_run_finishes(
@@ -205,6 +216,129 @@ def test_runs_create_watch_prints_the_events_until_the_run_finishes(
     watched = hango(tenant.owner, "runs", "watch", run["id"])
     assert watched.returncode == 0, watched.stderr
     assert [line.split()[1] for line in watched.stdout.splitlines()] == [event["type"] for event in events]
+
+
+def test_runs_watch_prints_one_readable_line_per_event_and_json_lines_with_json(
+    hango: Any, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    long = "All of it: " + "tea " * 60
+    script = [
+        {"text": "Looking around.\nThen I answer.", "tool_calls": [{"name": "ls", "args": {"path": "/"}, "id": "l1"}]},
+        {"text": long},
+    ]
+    run_id = start_run(client, tenant.owner, create_agent(client, tenant.owner, script))
+    finished(client, tenant.owner, run_id)
+
+    watched = hango(tenant.owner, "runs", "watch", run_id)
+    assert watched.returncode == 0, watched.stderr
+    lines = watched.stdout.splitlines()
+    assert all(re.fullmatch(r"\d\d:\d\d:\d\d  \S+.*", line) for line in lines), lines
+    described = [line[10:] for line in lines]  # after the time
+    assert "message.created         user: go" in described
+    assert "message.created         assistant: Looking around. …  calls ls" in described
+    assert "tool.started            ls (l1)" in described
+    assert "tool.finished           ls (l1)  ok" in described
+    assert "message.created         tool: results l1 ok" in described
+    assert described[-1] == "run.finished            succeeded"
+    [answer] = [line for line in described if line.startswith("message.created         assistant: All of it:")]
+    text = answer.split("assistant: ", 1)[1]
+    assert text.endswith("…")  # cut, and the cut marked
+    assert long.startswith(text[:-1])
+
+    as_json = hango(tenant.owner, "runs", "watch", run_id, "--json")
+    events = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [event["type"] for event in events] == [line.split()[0] for line in described]
+    assert all(set(event) == {"id", "type", "data"} for event in events)
+
+
+def test_runs_create_watch_says_where_to_decide_when_the_run_pauses(
+    settings: Settings, base: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    agent_id = create_agent(client, tenant.owner, [{"tool_calls": [write_memory(call_id="w1")]}, {"text": "Ok"}])
+    env = {**settings_env(settings), "HANGO_URL": base, "HANGO_TOKEN": tenant.owner.token}
+    command = [*HANGO, "runs", "create", "--agent", agent_id, "--input", "save it", "--watch"]
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as watching:
+        try:
+            run = wait_until(lambda: _runs(client, tenant.owner, "awaiting_approval"))[0]
+            [item] = pending(client, tenant.owner, run["id"])
+            assert (
+                decide(client, tenant.owner, run["id"], {"approval_id": item["id"], "decision": "approve"}).status_code
+                == 200
+            )
+            out, err = watching.communicate(timeout=60)
+        finally:
+            if watching.poll() is None:
+                watching.kill()
+    assert watching.returncode == 0, err
+    lines = out.splitlines()
+    paused = next(i for i, line in enumerate(lines) if "run.awaiting_approval" in line)
+    assert [line.strip() for line in lines[paused + 1 : paused + 4]] == [
+        "waiting for a reviewer: write_file (w1)",
+        f"inbox:  {base}/inbox/approvals/{item['id']}",
+        f"or:     hango approvals decide {item['id']} --approve   (or --edit --args JSON, --reject --message M, "
+        "--respond --message M)",
+    ]
+    assert "approval.decided" in lines[paused + 4]
+    assert lines[-1].endswith("run.finished            succeeded")
+
+
+def _runs(client: FlaskClient, person: Person, state: str) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = client.get(f"/v1/runs?state={state}", headers=person.headers).json["items"]
+    return runs
+
+
+def test_decide_takes_an_approval_id_alone(hango: Any, client: FlaskClient, tenant: TenantFixture) -> None:
+    approved = suspended_run(client, tenant, [{"tool_calls": [write_memory("yes", call_id="c1")]}, {"text": "Ok"}])
+    [item] = pending(client, tenant.owner, approved)
+    decided = hango(tenant.owner, "approvals", "decide", item["id"], "--approve")
+    assert decided.returncode == 0, decided.stderr
+    assert decided.stdout.splitlines() == [
+        f"run {approved}  queued  agent {agent_of(client, tenant, approved)}",
+        "  approve   write_file    c1",
+    ]
+    assert finished(client, tenant.owner, approved)["state"] == "succeeded"
+    assert tool_results(client, tenant.owner, approved)["c1"]["is_error"] is False
+
+    rejected = suspended_run(client, tenant, [{"tool_calls": [write_memory("no", call_id="c2")]}, {"text": "Ok"}])
+    [item] = pending(client, tenant.owner, rejected)
+    args = ["--reject", "--message", "not today", "--sha256", item["arguments_sha256"], "--json"]
+    decided = hango(tenant.owner, "approvals", "decide", item["id"], *args)
+    assert decided.returncode == 0, decided.stderr
+    [approval] = json.loads(decided.stdout)["approvals"]
+    assert (approval["id"], approval["decision"], approval["decision_message"]) == (item["id"], "reject", "not today")
+    assert finished(client, tenant.owner, rejected)["state"] == "succeeded"
+    assert "not today" in tool_results(client, tenant.owner, rejected)["c2"]["content"]
+
+
+def agent_of(client: FlaskClient, tenant: TenantFixture, run_id: str) -> str:
+    """The agent of a run."""
+    agent_id: str = client.get(f"/v1/runs/{run_id}", headers=tenant.owner.headers).json["agent_id"]
+    return agent_id
+
+
+def test_a_404_says_which_id_was_not_found_as_a_run_or_an_approval(
+    hango: Any, client: FlaskClient, tenant: TenantFixture, make_tenant: Any
+) -> None:
+    run_id = suspended_run(client, tenant, [{"tool_calls": [write_memory(call_id="c1")]}])
+    [item] = pending(client, tenant.owner, run_id)
+    nothing = str(uuid.uuid4())
+    for args in ([nothing, "--approve"], [nothing, "--approve", "c1"]):
+        result = hango(tenant.owner, "approvals", "decide", *args)
+        assert result.returncode == 1
+        assert result.stderr == f"error: 404 Not found: no run or approval you can see has the id {nothing}\n"
+
+    approval_as_run = hango(tenant.owner, "approvals", "decide", item["id"], "--approve", "c1")
+    assert approval_as_run.returncode == 1
+    assert approval_as_run.stderr.startswith(f"error: 404 Not found: {item['id']} is an approval (of run {run_id})")
+    assert f"hango approvals decide {item['id']} --approve" in approval_as_run.stderr
+
+    run_as_approval = hango(tenant.owner, "approvals", "decide", run_id, "--approve")
+    assert run_as_approval.returncode == 1
+    assert run_as_approval.stderr.startswith(f"error: 404 Not found: {run_id} is a run, not an approval")
+
+    hidden = hango(make_tenant("other").owner, "approvals", "decide", item["id"], "--approve")
+    assert hidden.stderr == f"error: 404 Not found: no run or approval you can see has the id {item['id']}\n"
+    assert [a["state"] for a in pending(client, tenant.owner, run_id)] == ["pending"]  # nothing was decided
 
 
 def test_a_decision_bound_to_another_digest_is_refused_and_the_one_shown_is_accepted_and_remembered(

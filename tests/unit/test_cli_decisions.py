@@ -29,11 +29,25 @@ def test_a_decision_may_carry_the_digest_it_was_made_on_and_an_approve_a_remembe
     ]
 
 
+def test_after_an_approval_id_one_decision_names_no_call() -> None:
+    assert parse_decisions(["--approve"]) == [{"decision": "approve"}]
+    assert parse_decisions(["--approve", "--sha256", "d1", "--remember", "1h"]) == [
+        {"decision": "approve", "arguments_sha256": "d1", "remember": {"ttl": "1h"}}
+    ]
+    assert parse_decisions(["--reject", "--message", "no"]) == [{"decision": "reject", "message": "no"}]
+    assert parse_decisions(["--edit", "--args", '{"a": 1}']) == [{"decision": "edit", "args": {"a": 1}}]
+    assert parse_decisions(["--respond", "--message=42"]) == [{"decision": "respond", "message": "42"}]
+
+
 @pytest.mark.parametrize(
     "tokens",
     [
         [],
-        ["--approve"],
+        ["--approve", "--approve"],  # an approval id takes one decision
+        ["--approve", "c1", "--reject", "--message", "no"],  # every decision names its call, or none does
+        ["--reject", "--message", "no", "--approve", "c2"],
+        ["--reject"],
+        ["--edit", "--args"],
         ["--reject", "c1"],
         ["--reject", "c1", "--args", "{}"],
         ["--edit", "c1", "--args", "nope"],
