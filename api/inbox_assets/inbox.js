@@ -236,8 +236,14 @@
   const token = () => sessionStorage.getItem(TOKEN) || localStorage.getItem(TOKEN);
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+  // Nothing is sent without a token: work still in flight when the reviewer signs out (a promise chain, a stream
+  // about to reconnect) stops here instead of calling the API with "Bearer null".
+  const SIGNED_OUT = { detail: "signed out" };
+
   async function call(method, path, body) {
-    const init = { method, headers: { Authorization: `Bearer ${token()}` } };
+    const bearer = token();
+    if (!bearer) throw new Problem(401, SIGNED_OUT);
+    const init = { method, headers: { Authorization: `Bearer ${bearer}` } };
     if (body !== undefined) {
       init.headers["Content-Type"] = "application/json";
       init.body = showJson(body);
@@ -275,7 +281,9 @@
     while (!signal.aborted) {
       let wait = 2000;
       try {
-        const headers = { Authorization: `Bearer ${token()}`, Accept: "text/event-stream" };
+        const bearer = token();
+        if (!bearer) return;
+        const headers = { Authorization: `Bearer ${bearer}`, Accept: "text/event-stream" };
         if (last) headers["Last-Event-ID"] = last;
         const response = await fetch(path, { headers, signal });
         if (response.status === 401) return signOut("The token was refused or has been revoked.");

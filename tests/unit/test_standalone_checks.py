@@ -16,6 +16,7 @@ import pytest
 
 from hango.processes import standalone
 from hango.processes.standalone import StandaloneError
+from tests.support.processes import wait_until
 
 LISTEN = """
 import socket, time
@@ -37,7 +38,11 @@ def listener() -> Iterator[socket.socket]:
 
 
 def _spawn(*argv: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE)
+    """A child running ``argv``, returned once it has replaced its image: until then its command line is still
+    this test process's own, which may name the test (and so "standalone")."""
+    process = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE)
+    wait_until(lambda: any("time.sleep" in part for part in standalone._command_line(process.pid)), timeout=10)
+    return process
 
 
 @pytest.fixture
