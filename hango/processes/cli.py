@@ -1,30 +1,48 @@
-"""The ``hango`` command: database migrations, tenant bootstrap and the server processes."""
+"""The ``hango`` command: database migrations, tenant bootstrap and the server processes.
+
+The commands that talk to a running server (``agents``, ``runs``, ``approvals``) need only the client: the server's
+settings, its database layer and its processes are imported, and its settings read, by the commands that use them,
+so a reviewer's command starts in a fraction of the time.
+"""
 
 from __future__ import annotations
 
 import importlib
 import json
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from sqlalchemy.exc import SQLAlchemyError
 
-from hango.kernel.config import Settings
-from hango.kernel.errors import ConfigError, HangoError
-from hango.kernel.logs import configure_logging
-from hango.platform.db import Database
-from hango.processes import cli_agents, cli_reviewer, cli_runs, migrate, standalone
-from hango.services import tenancy
+from hango.processes import cli_agents, cli_reviewer, cli_runs
+
+if TYPE_CHECKING:
+    from hango.kernel.config import Settings
 
 
 def _settings(ctx: click.Context) -> Settings:
-    settings: Settings = ctx.obj
+    """The server's settings, read from the environment by the first command that asks (a malformed one stops it
+    with one line), with logging configured by them."""
+    from hango.kernel.config import Settings
+    from hango.kernel.errors import ConfigError
+    from hango.kernel.logs import configure_logging
+
+    root = ctx.find_root()
+    if root.obj is None:
+        try:
+            root.obj = Settings.from_env(os.environ)
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from exc
+        configure_logging(root.obj.log_level)
+    settings: Settings = root.obj
     return settings
 
 
 def _database_url(ctx: click.Context) -> str:
+    from hango.kernel.errors import ConfigError
+
     try:
         return _settings(ctx).require_database_url()
     except ConfigError as exc:
@@ -37,7 +55,11 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except SQLAlchemyError as exc:
+        except Exception as exc:
+            # Only a command that imported SQLAlchemy can have raised one of its errors.
+            errors = sys.modules.get("sqlalchemy.exc")
+            if errors is None or not isinstance(exc, errors.SQLAlchemyError):
+                raise
             reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
             raise click.ClickException(
                 f"database error: {reason} (is HANGO_DATABASE_URL right, and migrated?)"
@@ -49,11 +71,6 @@ class _Group(click.Group):
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """hango: a multi-tenant agent runtime server with durable human-in-the-loop approvals."""
-    try:
-        ctx.obj = Settings.from_env(os.environ)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from exc
-    configure_logging(ctx.obj.log_level)
 
 
 @main.group()
@@ -66,6 +83,8 @@ def db() -> None:
 @click.pass_context
 def db_upgrade(ctx: click.Context, revision: str) -> None:
     """Migrate the schema forward (to the newest revision by default)."""
+    from hango.processes import migrate
+
     migrate.upgrade(_database_url(ctx), revision)
 
 
@@ -74,6 +93,8 @@ def db_upgrade(ctx: click.Context, revision: str) -> None:
 @click.pass_context
 def db_downgrade(ctx: click.Context, revision: str) -> None:
     """Migrate the schema back to REVISION (``base`` drops everything)."""
+    from hango.processes import migrate
+
     migrate.downgrade(_database_url(ctx), revision)
 
 
@@ -81,6 +102,8 @@ def db_downgrade(ctx: click.Context, revision: str) -> None:
 @click.pass_context
 def db_current(ctx: click.Context) -> None:
     """Show the revision the database is at."""
+    from hango.processes import migrate
+
     migrate.current(_database_url(ctx))
 
 
@@ -96,6 +119,10 @@ def tenants() -> None:
 @click.pass_context
 def tenants_create(ctx: click.Context, name: str, owner_email: str, as_json: bool) -> None:
     """Create a tenant and its owner, and print the owner's token (shown only once)."""
+    from hango.kernel.errors import HangoError
+    from hango.platform.db import Database
+    from hango.services import tenancy
+
     database = Database(_database_url(ctx), pool_size=1)
     try:
         created = tenancy.create_tenant(database, name, owner_email)
@@ -126,6 +153,7 @@ def tenants_create(ctx: click.Context, name: str, owner_email: str, as_json: boo
 @click.pass_context
 def api_command(ctx: click.Context, host: str, port: int, workers: int, connections: int | None) -> None:
     """Serve the HTTP API with gunicorn's gevent workers (an open event stream costs a greenlet, not a thread)."""
+    from hango.kernel.errors import ConfigError
     from hango.processes.server import serve  # gunicorn is only needed by this command
 
     settings = _settings(ctx)
@@ -148,6 +176,8 @@ def _edge(module: str) -> Any:
 
 
 def _require_services(settings: Settings) -> None:
+    from hango.kernel.errors import ConfigError
+
     try:
         settings.require_database_url()
         settings.require_redis_url()
@@ -161,6 +191,8 @@ def _require_services(settings: Settings) -> None:
 @click.pass_context
 def worker_command(ctx: click.Context, concurrency: int, with_beat: bool) -> None:
     """Execute runs from the queue (a Celery worker)."""
+    from hango.kernel.errors import ConfigError
+
     settings = _settings(ctx)
     _require_services(settings)
     try:
@@ -198,6 +230,9 @@ def standalone_command(ctx: click.Context, data_dir: Path, host: str, port: int,
     DATA_DIR is made private (0700); every process logs into DATA_DIR/logs/, and the terminal shows only the
     banner, warnings and errors.
     """
+    from hango.kernel.errors import HangoError
+    from hango.processes import standalone
+
     options = standalone.Options(data_dir=data_dir, host=host, port=port, concurrency=concurrency)
     try:
         code = standalone.run(options, _settings(ctx), announce=click.echo)
@@ -221,6 +256,8 @@ def flower_command(ctx: click.Context, port: int, address: str, insecure_no_auth
     Flower asks for the HTTP basic-auth login in HANGO_FLOWER_BASIC_AUTH ("user:password") and refuses to start
     without one, unless --insecure-no-auth is given with a loopback --address.
     """
+    from hango.kernel.errors import ConfigError
+
     settings = _settings(ctx)
     _require_services(settings)
     try:
