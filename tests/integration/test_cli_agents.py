@@ -193,3 +193,23 @@ def test_list_and_show_by_id_or_name_and_show_applies_back_unchanged(
     unknown = hango(tenant.owner, "agents", "show", "nobody")
     assert unknown.returncode == 1
     assert unknown.stderr == "error: 404 Not found: no agent you can see has the id or name nobody\n"
+
+
+def test_apply_prints_what_the_rules_no_longer_cover_on_stderr(
+    hango: Any, tenant: TenantFixture, tmp_path: Path
+) -> None:
+    # One file of /memories/ needs two reviewers; the rest of /memories/ and /skills/ is no longer reviewed.
+    narrowed = {
+        "name": f"solo-{uuid.uuid4().hex[:6]}",
+        "model": {"provider": "scripted", "script": [{"text": "Noted."}]},
+        "tools": ["write_file"],
+        "interrupt_on": {"write_file": {"when": {"file_path": {"equals": "/memories/q.md"}}, "approvals_required": 2}},
+    }
+    path = tmp_path / "narrowed.json"
+    path.write_text(json.dumps(narrowed))
+    applied = hango(tenant.owner, "agents", "apply", "-f", str(path))
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stderr.splitlines() == [
+        "warning: write_file: write_file to /memories/ and /skills/ is no longer interrupted except where file_path "
+        "equals /memories/q.md"
+    ]
