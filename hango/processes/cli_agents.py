@@ -23,6 +23,7 @@ from hango.processes.cli_remote import (
     emit_json,
     emit_json_lines,
     fail,
+    find_by_name,
     shorten,
     table,
 )
@@ -135,13 +136,6 @@ def _yaml_reason(error: yaml.YAMLError) -> str:
         at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
         return f"{error.problem}{at}"
     return " ".join(str(error).split())
-
-
-def find_by_name(client: Client, name: Any) -> Agent | None:
-    """The tenant's agent named ``name`` (names are unique in a tenant), or ``None``."""
-    if not isinstance(name, str):
-        return None  # the server refuses the definition, naming the field
-    return next((agent for agent in client.iter_agents(limit=200) if agent["name"] == name), None)
 
 
 def warning_lines(agent: Agent) -> list[str]:

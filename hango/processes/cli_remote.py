@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 
 import click
 
-from hango.client import Client, ProblemError, Run, TransportError
+from hango.client import Agent, Client, ProblemError, Run, TransportError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -123,3 +124,21 @@ def display(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(map(str, value))
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def find_by_name(client: Client, name: Any) -> Agent | None:
+    """The tenant's agent named ``name`` (names are unique in a tenant), or ``None``."""
+    if not isinstance(name, str):
+        return None  # the server refuses the definition, naming the field
+    return next((agent for agent in client.iter_agents(limit=200) if agent["name"] == name), None)
+
+
+def agent_id(client: Client, given: str) -> str:
+    """The id of the agent ``given`` names: its id in any spelling, or its name (exit 1 when none has it)."""
+    try:
+        return str(uuid.UUID(given))
+    except ValueError:
+        found = find_by_name(client, given)
+    if found is None:
+        fail(f"404 Not found: no agent you can see has the id or name {given}")
+    return found["id"]

@@ -9,7 +9,15 @@ from typing import Any
 import click
 
 from hango.client import Event
-from hango.processes.cli_remote import connected, connection_options, emit_json, run_line, shorten, summary
+from hango.processes.cli_remote import (
+    agent_id,
+    connected,
+    connection_options,
+    emit_json,
+    run_line,
+    shorten,
+    summary,
+)
 
 # A line of ``runs watch`` stays readable in a terminal: longer text is cut, and the cut is marked with "…".
 TEXT_WIDTH = 100
@@ -28,14 +36,14 @@ def runs() -> None:
 
 
 @runs.command("create")
-@click.option("--agent", "agent_id", required=True, help="The agent's id.")
+@click.option("--agent", "agent", required=True, help="The agent's id, or its name.")
 @click.option("--input", "text", required=True, help="The user's message.")
 @click.option("--watch", is_flag=True, help="Then print the run's events live until it finishes.")
 @connection_options
-def runs_create(agent_id: str, text: str, watch: bool, url: str, token: str, as_json: bool) -> None:
-    """Start a run of an agent, and optionally watch it."""
+def runs_create(agent: str, text: str, watch: bool, url: str, token: str, as_json: bool) -> None:
+    """Start a run of an agent (by its id or its name), and optionally watch it."""
     with connected(url, token) as client:
-        run = client.create_run(agent_id, text)
+        run = client.create_run(agent_id(client, agent), text)
         emit_json(run) if as_json else click.echo(run_line(run))
         if watch:
             print_events(client.run_events(run["id"]), as_json, client.base_url)

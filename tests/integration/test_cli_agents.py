@@ -213,3 +213,25 @@ def test_apply_prints_what_the_rules_no_longer_cover_on_stderr(
         "warning: write_file: write_file to /memories/ and /skills/ is no longer interrupted except where file_path "
         "equals /memories/q.md"
     ]
+
+
+def test_a_run_is_started_by_the_agents_name_as_well_as_its_id(
+    hango: Any, client: FlaskClient, tenant: TenantFixture, tmp_path: Path
+) -> None:
+    name = f"named-{uuid.uuid4().hex[:6]}"
+    path = tmp_path / "agent.yaml"
+    path.write_text(DEFINITION.format(name=name))
+    assert hango(tenant.owner, "agents", "apply", "-f", str(path)).returncode == 0
+    [agent] = _agents(client, tenant.owner)
+
+    by_name = hango(tenant.owner, "runs", "create", "--agent", name, "--input", "hi", "--json")
+    assert by_name.returncode == 0, by_name.stderr
+    assert json.loads(by_name.stdout)["agent_id"] == agent["id"]
+    by_id = hango(tenant.owner, "runs", "create", "--agent", agent["id"].upper(), "--input", "hi", "--json")
+    assert json.loads(by_id.stdout)["agent_id"] == agent["id"]
+
+    unknown = hango(tenant.owner, "runs", "create", "--agent", "nobody", "--input", "hi")
+    assert (unknown.returncode, unknown.stderr) == (
+        1,
+        "error: 404 Not found: no agent you can see has the id or name nobody\n",
+    )
