@@ -144,6 +144,7 @@ run=$(mktemp -d "${TMPDIR:-/tmp}/hango-run-XXXXXX")
 pytest_status=running
 finish() {  # keeps the folder only after pytest failed or was stopped, and only when the tests wrote something there
   [ -n "${static_pid:-}" ] && kill "$static_pid" 2>/dev/null || true
+  rm -rf "$run/pycache"
   if [[ $pytest_status =~ ^(0|5)$ ]] || [ -z "$(find "$run" -type f -print -quit)" ]; then
     rm -rf "$run"
   else
@@ -166,7 +167,13 @@ static_pid=$!
 # started, so twice the cores pays), each with a database, a Celery queue and a port range of its own (the session
 # fixtures and tests/support/processes.py), a test file's tests in one process. `-n 0` after it runs them in one.
 processes=${HANGO_TEST_PROCESSES:-4}
-TMPDIR=$run "$python" -m pytest --basetemp="$run/p" -n "$processes" --dist loadfile "$@" && pytest_status=0 || pytest_status=$?
+# The files in the order collected (tests/conftest.py puts the slow tier first), not xdist's "most tests first".
+# Compiled bytecode is kept for this run, under its folder, even where PYTHONDONTWRITEBYTECODE asks for none: the
+# hundreds of processes the tests start (API servers, workers, CLI calls) then compile hango and its libraries
+# once, not each time, and nothing is written into the checkout.
+TMPDIR=$run PYTHONPYCACHEPREFIX=$run/pycache PYTHONDONTWRITEBYTECODE= \
+  "$python" -m pytest --basetemp="$run/p" -n "$processes" --dist loadfile --no-loadscope-reorder "$@" \
+  && pytest_status=0 || pytest_status=$?
 wait "$static_pid" && static_status=0 || static_status=$?
 if [ "$static_status" = 0 ]; then
   echo "static checks passed: ruff, ruff format, mypy, lint-imports"

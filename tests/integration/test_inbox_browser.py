@@ -36,6 +36,9 @@ MINUS = "\u2212"  # a removed line's marker, in its own column
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    # What a page shows after a request or an event may take a while on a loaded machine: every expectation waits
+    # as long as the live ones do, not Playwright's default of five seconds.
+    expect.set_options(timeout=LIVE)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield launched

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,19 +18,20 @@ SDK_MODULES = {"anthropic": "anthropic", "openai": "openai"}
 
 
 def missing_sdk(provider: str) -> str | None:
-    """Why this process cannot build ``provider``'s models — its SDK does not import — or None when it can.
+    """Why this process cannot build ``provider``'s models — its SDK is not installed — or None when it can.
 
-    The import is tried for real (once it succeeded, Python keeps the module): an SDK that is installed but broken
-    is as missing as one that is not installed.
+    The SDK is looked up, not imported: importing one takes seconds, and an agent's save must not spend them (nor
+    hold an API worker's other requests) the first time each process meets the provider. An SDK that is installed
+    but broken is found here and fails the run at its first model call instead, naming the extra.
     """
     module = SDK_MODULES.get(provider)
     if module is None:
         return None
     try:
-        importlib.import_module(module)
-    except ImportError:
-        return install_hint(provider)
-    return None
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    return install_hint(provider) if found is None else None
 
 
 def build_model(config: Mapping[str, Any], settings: Settings, scope: str, *, id_prefix: str = "") -> Model:
