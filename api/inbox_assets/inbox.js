@@ -44,6 +44,7 @@
     runs: new Map(), // run id -> Promise of the run
     agents: new Map(), // agent id -> Promise of the agent
     pending: new Map(), // approval id -> approval item
+    ended: new Set(), // approval ids seen decided, expired or cancelled: never pending again
     staged: new Map(), // run id -> Map(tool call id -> decision)
     drawing: null, // the timer of the next drawing of new cards
     grants: null, // the standing approvals panel's parts (owners and admins)
@@ -336,6 +337,7 @@
     localStorage.removeItem(TOKEN);
     if (page.abort) page.abort.abort();
     page.pending.clear();
+    page.ended.clear();
     page.staged.clear();
     page.grants = null;
     page.decided = null;
@@ -450,7 +452,8 @@
   // The stream replays the tenant's retained log before it goes live, so most requests it brings are decided a
   // few events later: a card is drawn only once its approval is still pending after the burst that brought it.
   function upsert(list, item) {
-    if (page.pending.has(item.id)) return;
+    // A replayed or late approval.requested must not bring back a card this page already saw end.
+    if (page.pending.has(item.id) || page.ended.has(item.id)) return;
     page.pending.set(item.id, item);
     if (!page.drawing) page.drawing = setTimeout(() => draw(list), 150);
   }
@@ -465,6 +468,7 @@
 
   function remove(list, item) {
     page.pending.delete(item.id);
+    page.ended.add(item.id);
     const node = list.querySelector(`article[data-approval="${item.id}"]`);
     if (!node) return;
     if (list.getAttribute("aria-label") === "Approval") {
@@ -913,6 +917,7 @@
       return;
     }
     page.pending.delete(item.id);
+    page.ended.add(item.id);
     if (inQueue) node.remove();
     else if (node) node.replaceWith(render(item));
   }
