@@ -122,7 +122,7 @@ def validate_rules(config: Any, field: str = "interrupt_on", *, max_ttl: timedel
     for tool, rule in config.items():
         errors += _rule_errors(rule, f"{field}.{tool}", max_ttl)
     if errors:
-        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+        raise InvalidInput.of(errors)
 
 
 def _rule_errors(rule: Any, field: str, max_ttl: timedelta = MAX_RULE_TTL) -> list[FieldError]:

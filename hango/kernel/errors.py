@@ -56,6 +56,11 @@ class InvalidInput(HangoError):
         """An error about a single field."""
         return cls(f"{field}: {message}", [FieldError(field, message)])
 
+    @classmethod
+    def of(cls, errors: list[FieldError]) -> InvalidInput:
+        """An error naming each of ``errors``, its detail listing them all."""
+        return cls("; ".join(f"{error.field}: {error.message}" for error in errors), errors)
+
 
 class NotAwaitingApproval(Conflict):
     """A decision arrived for a run that is no longer waiting (decided by someone else, expired, cancelled)."""

@@ -42,11 +42,11 @@ class SavedAgent:
 
 
 def check_references(config: dict[str, Any], tools: ToolRegistry) -> None:
-    """Every tool an agent or subagent names must be registered, and every model's SDK must import here: each
+    """Every tool an agent or subagent names must be registered, and every model's SDK installed here: each
     unknown tool and each provider whose SDK is missing is a 400 naming the field (and the extra to install)."""
     errors = _tool_errors(config, tools) + _model_errors(config)
     if errors:
-        raise InvalidInput("; ".join(f"{error.field}: {error.message}" for error in errors), errors)
+        raise InvalidInput.of(errors)
 
 
 def _tool_errors(config: dict[str, Any], tools: ToolRegistry) -> list[FieldError]:

@@ -72,7 +72,7 @@ def is_active(grant: Grant, now: datetime) -> bool:
 
 def _raise(errors: list[FieldError]) -> None:
     if errors:
-        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+        raise InvalidInput.of(errors)
 
 
 def check_quota(session: Session, settings: Settings, tenant_id: uuid.UUID, now: datetime, adding: int = 1) -> None:

@@ -64,7 +64,7 @@ def resolve(decisions: tuple[DecisionCommand, ...], rows: list[PendingApproval])
             errors.append(FieldError(f"decisions[{index}]", f"call {row.tool_call_id} is named twice"))
         chosen.append(row)
     if errors:
-        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+        raise InvalidInput.of(errors)
     return chosen
 
 
@@ -113,7 +113,7 @@ def check_decisions(
             rule = holding.get(row.id, {}).get(row.tool_name)
             errors += _edit_errors(tools, rule, row, decision.args or {}, f"{field}.args")
     if errors:
-        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+        raise InvalidInput.of(errors)
 
 
 def _edit_errors(
@@ -153,7 +153,7 @@ def check_remember(
             found = [FieldError(f"{field}.when", "does not match the call approved")]
         errors += found
     if errors:
-        raise InvalidInput("; ".join(f"{e.field}: {e.message}" for e in errors), errors)
+        raise InvalidInput.of(errors)
 
 
 def remembered_when(tools: ToolRegistry, remember: Remember, row: PendingApproval) -> dict[str, Any] | None:
