@@ -400,6 +400,31 @@ class Settings(BaseSettings):
         description="`approval.reminder` is sent once per pending approval when this is left before it expires",
     )
 
+    # Tools from MCP servers (api.md "MCP servers").
+    mcp_config: str | None = Field(
+        default=None,
+        description='JSON file of the operator\'s MCP servers (`{"mcpServers": {...}}`, stdio or streamable HTTP); '
+        "read at start, a malformed file stops the process",
+    )
+    mcp_timeout: Duration = Field(
+        default=timedelta(seconds=10),
+        description="starting an MCP server or listing its tools; a server that does not answer within it is "
+        "unavailable",
+    )
+    mcp_max_processes: WholeNumber = Field(
+        default=8, description="stdio MCP server processes one worker process keeps at most (the least used stops)"
+    )
+    mcp_allow_private_urls: Flag = Field(
+        default=False,
+        description="true allows tenant MCP server URLs on private, loopback and link-local addresses (and plain "
+        "http to them); false refuses them when saved and when connected to",
+    )
+    mcp_max_url_length: WholeNumber = Field(default=2048, description="longest tenant MCP server URL")
+    max_mcp_servers_per_tenant: WholeNumber = Field(default=20, description="MCP servers one tenant may add")
+    max_tool_result_bytes: WholeNumber = Field(
+        default=262_144, description="UTF-8 bytes of one MCP tool result the model gets; a longer one is cut, saying so"
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,

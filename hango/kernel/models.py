@@ -219,6 +219,9 @@ class Run(Base):
     lease_owner: Mapped[str | None] = mapped_column(Text, nullable=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
     trace_context: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    # The MCP tool definitions listed at the run's first step (migration 0011), as
+    # :meth:`hango.agent.mcp.PinnedTool.to_json`; the model sees these for the whole run. Null until then.
+    mcp_tools: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     created_at: Mapped[datetime] = _created_at()
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
@@ -418,6 +421,9 @@ class PendingApproval(Base):
     # The preview of a decided approve or edit of a file tool, worked out at decision time with the arguments that
     # run (migration 0010), as :class:`hango.services.previews.Preview` fields; null: none was kept.
     decision_preview: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
+    # For a call of an MCP tool (migration 0011): its server and the pinned definition's title, description,
+    # annotations and ``definition_sha256`` (:meth:`hango.agent.mcp.PinnedTool.shown`); null for any other tool.
+    mcp: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     # The standing approval that decided this call without a human, if one did.
     grant_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("grants.id", ondelete="SET NULL"), nullable=True)
     # A quorum's votes, oldest first (written in Core by the decision service, hence read-only here). Loaded in
@@ -519,6 +525,27 @@ class Webhook(Base):
     active: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("true"))
     created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
     created_at: Mapped[datetime] = _created_at()
+
+
+class McpServer(Base):
+    """A tenant's MCP server (streamable HTTP). ``headers`` are sealed like webhook secrets and never shown."""
+
+    __tablename__ = "mcp_servers"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "name"),
+        CheckConstraint("name ~ '^[a-z0-9-]{1,32}$'", name="name"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    name: Mapped[str] = mapped_column(Text, nullable=False)
+    url: Mapped[str] = mapped_column(Text, nullable=False)
+    headers: Mapped[str] = mapped_column(Text, nullable=False)
+    trusted: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=text("false"))
+    description: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    created_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _created_at()
 
 
 class WebhookDelivery(Base):
