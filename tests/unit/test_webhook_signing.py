@@ -8,8 +8,8 @@ import ipaddress
 import pytest
 from cryptography.fernet import Fernet
 
+from hango.kernel import addresses
 from hango.kernel.errors import ConfigError
-from hango.services.webhooks import addresses
 from hango.services.webhooks.secret_box import SecretBox
 from hango.services.webhooks.signing import new_secret, signature, verify
 

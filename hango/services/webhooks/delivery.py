@@ -22,11 +22,12 @@ import httpx
 from sqlalchemy.orm import Session
 
 from hango import __version__
+from hango.kernel import addresses
 from hango.kernel.config import Settings
 from hango.kernel.models import Webhook
 from hango.platform.runtime import Runtime
 from hango.platform.work import enqueue_deliveries, unit_of_work
-from hango.services.webhooks import addresses, signing
+from hango.services.webhooks import signing
 from hango.services.webhooks.secret_box import SecretBox
 from hango.store import webhooks as store
 from hango.store.approvals import approval_item

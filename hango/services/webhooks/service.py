@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from hango.kernel import addresses
 from hango.kernel.auth import Principal
 from hango.kernel.errors import Conflict, InvalidInput
 from hango.kernel.models import Webhook, WebhookDelivery
@@ -18,7 +19,6 @@ from hango.kernel.pagination import Page, PageRequest
 from hango.platform.runtime import Runtime
 from hango.platform.work import enqueue_deliveries
 from hango.services.tenancy import require_manager
-from hango.services.webhooks import addresses
 from hango.services.webhooks.secret_box import SecretBox
 from hango.services.webhooks.signing import new_secret
 from hango.store import webhooks as store

@@ -1,4 +1,4 @@
-"""Where a webhook may point: no server-side request forgery.
+"""Where a webhook or an MCP server may point: no server-side request forgery.
 
 A URL is ``https``, or ``http`` to a private, loopback or link-local address when
 ``HANGO_WEBHOOK_ALLOW_PRIVATE_URLS`` is on. Private, loopback, link-local (cloud metadata), multicast, reserved
