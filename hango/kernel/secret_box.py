@@ -1,4 +1,5 @@
-"""Webhook secrets at rest: Fernet-encrypted when ``HANGO_WEBHOOK_SECRET_KEYS`` is set.
+"""Secrets at rest (webhook secrets, MCP servers' headers): Fernet-encrypted when ``HANGO_WEBHOOK_SECRET_KEYS`` is
+set.
 
 A stored value says how it was stored (``fernet:`` or ``plain:``), so configuring keys later still reads secrets
 written before, and rotating keys (a new first key, the old ones after it) reads every older secret.
@@ -40,10 +41,10 @@ class SecretBox:
         if stored.startswith(_PLAIN):
             return stored.removeprefix(_PLAIN)
         if self._fernet is None:
-            raise ConfigError("a webhook secret is encrypted but HANGO_WEBHOOK_SECRET_KEYS is not set")
+            raise ConfigError("a stored secret is encrypted but HANGO_WEBHOOK_SECRET_KEYS is not set")
         try:
             return self._fernet.decrypt(stored.removeprefix(_FERNET).encode("ascii")).decode()
         except InvalidToken as exc:
             raise ConfigError(
-                "a webhook secret was encrypted with a key missing from HANGO_WEBHOOK_SECRET_KEYS"
+                "a stored secret was encrypted with a key missing from HANGO_WEBHOOK_SECRET_KEYS"
             ) from exc
