@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
+from sqlalchemy import text
 
 from hango.api import create_app
 from hango.kernel.config import Settings
@@ -35,6 +36,7 @@ class Fixture:
     client: FlaskClient
     notes: Path
     record: Path
+    drift: Path
 
     def calls(self) -> list[dict[str, Any]]:
         if not self.record.exists():
@@ -44,19 +46,20 @@ class Fixture:
 
 @pytest.fixture
 def mcp(settings: Settings, db: Database, tmp_path: Path) -> Iterator[Fixture]:
-    notes, record = tmp_path / "notes", tmp_path / "calls.jsonl"
+    notes, record, drift = tmp_path / "notes", tmp_path / "calls.jsonl", tmp_path / "drift"
     notes.mkdir()
     entry = {
         "command": sys.executable,
         "args": ["-m", "tests.support.mcp_fixture_server"],
         "cwd": str(ROOT),
-        "env": {"NOTES_DIR": str(notes), "RECORD_FILE": str(record), "PYTHONPATH": str(ROOT)},
+        "env": {"NOTES_DIR": str(notes), "RECORD_FILE": str(record), "DRIFT_FILE": str(drift), "PYTHONPATH": str(ROOT)},
     }
+    broken = {"command": str(tmp_path / "no-such-server")}
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"notes": entry}}))
+    config.write_text(json.dumps({"mcpServers": {"notes": entry, "broken": broken}}))
     own = settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}", mcp_config=str(config))
     with worker(own, concurrency=1, beat=False, name="mcp"):
-        yield Fixture(own, create_app(own, db=db).test_client(), notes, record)
+        yield Fixture(own, create_app(own, db=db).test_client(), notes, record, drift)
 
 
 def _call(call_id: str, tool: str, **args: Any) -> dict[str, Any]:
@@ -88,3 +91,46 @@ def test_a_write_waits_for_a_human_and_runs_once_with_its_approval_id_while_a_tr
     results = tool_results(mcp.client, tenant.owner, run_id)
     assert results["r"]["content"] == "(no such note)"
     assert "wrote 5 characters" in results["w"]["content"]
+
+
+def test_a_definition_changed_between_the_pause_and_the_approval_is_refused_sent_nowhere_and_audited(
+    mcp: Fixture, tenant: TenantFixture, db: Database
+) -> None:
+    script = [{"tool_calls": [_call("w", "poke", name="b.md", text="x")]}, {"text": "done"}]
+    agent_id = create_agent(mcp.client, tenant.owner, script, tools=["mcp__notes__poke"])
+    run_id = start_run(mcp.client, tenant.owner, agent_id)
+    wait_for_state(mcp.client, tenant.owner, run_id, {"awaiting_approval"})
+    [item] = pending(mcp.client, tenant.owner, run_id)
+    assert item["mcp"]["server"] == "notes"
+    assert item["mcp"]["annotations"]["destructiveHint"] is True
+    assert len(item["definition_sha256"]) == 64
+    mcp.drift.touch()
+
+    assert decide(mcp.client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    assert wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    result = tool_results(mcp.client, tenant.owner, run_id)["w"]
+    assert result["content"] == DRIFT_ERROR
+    assert result["is_error"] is True
+    assert [call["tool"] for call in mcp.calls()] == []
+    assert not (mcp.notes / "b.md").exists()
+    [row] = audit_rows(db, tenant.id, "mcp.definition_changed")
+    assert row.detail["approval_id"] == item["id"]
+    assert row.detail["tool"] == "mcp__notes__poke"
+    assert row.detail["definition_sha256"] == item["definition_sha256"]
+
+
+def test_the_model_sees_the_pinned_tools_for_the_whole_run_and_an_unlisted_server_fails_the_run_naming_it(
+    mcp: Fixture, tenant: TenantFixture, db: Database
+) -> None:
+    script = [{"tool_calls": [_call("p", "plain", value=3)]}, {"text": "done"}]
+    agent_id = create_agent(mcp.client, tenant.owner, script, tools=["mcp__notes__plain", "mcp__notes__peek"])
+    run_id = start_run(mcp.client, tenant.owner, agent_id)
+    wait_for_state(mcp.client, tenant.owner, run_id, {"awaiting_approval"})
+    with db.transaction() as session:
+        pinned = session.scalar(text("SELECT mcp_tools FROM runs WHERE id = :id"), {"id": run_id})
+    assert sorted(tool["listed"]["name"] for tool in pinned) == ["peek", "plain"]
+    assert all(tool["trusted"] for tool in pinned)
+
+    broken = create_agent(mcp.client, tenant.owner, script, tools=["mcp__broken__anything"])
+    failed = wait_for_state(mcp.client, tenant.owner, start_run(mcp.client, tenant.owner, broken), {"failed"})
+    assert failed["error"].startswith("MCP server broken is unavailable")
