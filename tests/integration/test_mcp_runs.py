@@ -8,6 +8,8 @@ refused.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import uuid
 from collections.abc import Iterator
@@ -19,13 +21,14 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import text
 
+from hango.agent.middleware.hitl import OUTCOME_UNKNOWN
 from hango.api import create_app
 from hango.kernel.config import Settings
 from hango.platform.db import Database
 from hango.run.mcp_tools import DRIFT_ERROR
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, decide, pending, tool_results
-from tests.support.processes import worker
+from tests.support.processes import wait_until, worker
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +48,9 @@ class Fixture:
 
 
 @pytest.fixture
-def mcp(settings: Settings, db: Database, tmp_path: Path) -> Iterator[Fixture]:
+def configured(settings: Settings, db: Database, tmp_path: Path) -> Fixture:
+    """A queue of the test's own and an operator config file with the fixture server (``notes``) and one whose
+    command does not exist (``broken``); no worker."""
     notes, record, drift = tmp_path / "notes", tmp_path / "calls.jsonl", tmp_path / "drift"
     notes.mkdir()
     entry = {
@@ -58,8 +63,13 @@ def mcp(settings: Settings, db: Database, tmp_path: Path) -> Iterator[Fixture]:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"notes": entry, "broken": broken}}))
     own = settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}", mcp_config=str(config))
-    with worker(own, concurrency=1, beat=False, name="mcp"):
-        yield Fixture(own, create_app(own, db=db).test_client(), notes, record, drift)
+    return Fixture(own, create_app(own, db=db).test_client(), notes, record, drift)
+
+
+@pytest.fixture
+def mcp(configured: Fixture) -> Iterator[Fixture]:
+    with worker(configured.settings, concurrency=1, beat=False, name="mcp"):
+        yield configured
 
 
 def _call(call_id: str, tool: str, **args: Any) -> dict[str, Any]:
@@ -134,3 +144,30 @@ def test_the_model_sees_the_pinned_tools_for_the_whole_run_and_an_unlisted_serve
     broken = create_agent(mcp.client, tenant.owner, script, tools=["mcp__broken__anything"])
     failed = wait_for_state(mcp.client, tenant.owner, start_run(mcp.client, tenant.owner, broken), {"failed"})
     assert failed["error"].startswith("MCP server broken is unavailable")
+
+
+def test_an_approved_call_cut_short_by_a_killed_worker_is_never_sent_again_and_answered_outcome_unknown(
+    configured: Fixture, tenant: TenantFixture
+) -> None:
+    mcp = configured
+    script = [{"tool_calls": [_call("s", "slow_poke", name="c.md", text="once", seconds=20)]}, {"text": "done"}]
+    agent_id = create_agent(mcp.client, tenant.owner, script, tools=["mcp__notes__slow_poke"])
+    with worker(mcp.settings, concurrency=1, beat=False, name="mcp-doomed") as doomed:
+        run_id = start_run(mcp.client, tenant.owner, agent_id)
+        wait_for_state(mcp.client, tenant.owner, run_id, {"awaiting_approval"})
+        [item] = pending(mcp.client, tenant.owner, run_id)
+        assert decide(mcp.client, tenant.owner, run_id, {"tool_call_id": "s", "decision": "approve"}).status_code == 200
+        wait_until(lambda: len(mcp.calls()) == 1, timeout=30)
+        os.killpg(doomed.pid, signal.SIGKILL)
+        doomed.wait(timeout=10)
+    with worker(mcp.settings, concurrency=1, beat=True, name="mcp-rescuer"):
+        assert (
+            wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed"}, timeout=60)["state"]
+            == "succeeded"
+        )
+
+    assert len(mcp.calls()) == 1, "the approved MCP call was sent again after the crash"
+    assert mcp.calls()[0]["meta"]["io.hango/idempotency-key"] == item["id"]
+    result = tool_results(mcp.client, tenant.owner, run_id)["s"]
+    assert result["content"] == OUTCOME_UNKNOWN
+    assert result["is_error"] is True
