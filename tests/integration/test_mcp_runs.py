@@ -171,3 +171,32 @@ def test_an_approved_call_cut_short_by_a_killed_worker_is_never_sent_again_and_a
     result = tool_results(mcp.client, tenant.owner, run_id)["s"]
     assert result["content"] == OUTCOME_UNKNOWN
     assert result["is_error"] is True
+
+
+def test_a_grant_approves_an_mcp_call_which_carries_the_grants_approval_id_and_a_quorum_holds_one(
+    mcp: Fixture, tenant: TenantFixture
+) -> None:
+    script = [{"tool_calls": [_call("g", "poke", name="g.md", text="granted")]}, {"text": "done"}]
+    agent_id = create_agent(mcp.client, tenant.owner, script, tools=["mcp__notes__poke"])
+    body = {"agent_id": agent_id, "tool_name": "mcp__notes__poke", "when": {"name": {"equals": "g.md"}}, "ttl": "1h"}
+    created = mcp.client.post("/v1/grants", json=body, headers=tenant.owner.headers)
+    assert created.status_code == 201, created.json
+    run_id = start_run(mcp.client, tenant.owner, agent_id)
+    assert wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed", "awaiting_approval"})["state"] == (
+        "succeeded"
+    )
+    [item] = pending(mcp.client, tenant.owner, run_id, "all")
+    assert item["grant_id"] == created.json["id"]
+    assert [call["meta"]["io.hango/idempotency-key"] for call in mcp.calls()] == [item["id"]]
+
+    admin = tenant.add("admin")
+    quorum = {"mcp__notes__poke": {"approvals_required": 2}}
+    script = [{"tool_calls": [_call("q", "poke", name="q.md", text="two")]}, {"text": "done"}]
+    agent_id = create_agent(mcp.client, tenant.owner, script, tools=["mcp__notes__poke"], interrupt_on=quorum)
+    run_id = start_run(mcp.client, tenant.owner, agent_id)
+    wait_for_state(mcp.client, tenant.owner, run_id, {"awaiting_approval"})
+    assert decide(mcp.client, tenant.owner, run_id, {"tool_call_id": "q", "decision": "approve"}).status_code == 200
+    assert not (mcp.notes / "q.md").exists()
+    assert decide(mcp.client, admin, run_id, {"tool_call_id": "q", "decision": "approve"}).status_code == 200
+    assert wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    assert (mcp.notes / "q.md").read_text() == "two"
