@@ -42,11 +42,6 @@ class PinFailed(HangoError):
     """A server the agent names could not be listed at the run's first step; the run fails with this message."""
 
 
-def named_tools(agent: AgentSpec) -> list[str]:
-    """Every tool name the agent and its subagents name."""
-    return [*agent.tools, *(name for subagent in agent.subagents for name in subagent.tools)]
-
-
 def pinned_tools(runtime: Runtime, run: Run, lease: Lease, agent: AgentSpec) -> dict[str, PinnedTool]:
     """The run's pinned MCP tools by hango name: those it stored, or, at its first step, those listed now and
     stored under its lease.
@@ -57,7 +52,7 @@ def pinned_tools(runtime: Runtime, run: Run, lease: Lease, agent: AgentSpec) -> 
     """
     if run.mcp_tools is not None:
         return pinned_of(run.mcp_tools)
-    names = named_tools(agent)
+    names = agent.all_tools()
     servers = servers_named(names)
     if not servers:
         return {}

@@ -200,3 +200,54 @@ def test_a_grant_approves_an_mcp_call_which_carries_the_grants_approval_id_and_a
     assert decide(mcp.client, admin, run_id, {"tool_call_id": "q", "decision": "approve"}).status_code == 200
     assert wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
     assert (mcp.notes / "q.md").read_text() == "two"
+
+
+def test_an_agents_effective_rules_show_each_mcp_tool_that_waits_and_lifting_one_is_warned_and_audited(
+    configured: Fixture, tenant: TenantFixture, db: Database
+) -> None:
+    mcp = configured
+    body = {
+        "name": "mcp-rules",
+        "model": {"provider": "scripted", "script": []},
+        "tools": ["mcp__notes__*", "mcp__broken__x"],
+        "interrupt_on": {"mcp__notes__plain": False},
+    }
+    saved = mcp.client.post("/v1/agents", json=body, headers=tenant.owner.headers)
+    assert saved.status_code == 201, saved.json
+    effective = saved.json["effective_interrupt_on"]
+    # Trusted (an operator's) and read-only: peek and big run unreviewed, and are absent.
+    assert sorted(name for name in effective if name.startswith("mcp__")) == [
+        "mcp__broken__x",
+        "mcp__notes__plain",
+        "mcp__notes__poke",
+        "mcp__notes__slow_poke",
+    ]
+    assert effective["mcp__notes__plain"] is False
+    assert effective["mcp__notes__poke"]["allowed_decisions"] == ["approve", "edit", "reject", "respond"]
+    assert "could not be listed" in effective["mcp__broken__x"]["description"]
+    assert saved.json["warnings"] == [
+        {
+            "tool": "mcp__notes__plain",
+            "message": "mcp__notes__plain is no longer interrupted: its calls run without review",
+        }
+    ]
+    [row] = audit_rows(db, tenant.id, "agent.interrupt_default_overridden")
+    assert row.detail["tool"] == "mcp__notes__plain"
+    shown = mcp.client.get(f"/v1/agents/{saved.json['id']}", headers=tenant.owner.headers).json
+    assert shown["effective_interrupt_on"] == effective
+
+
+def test_saving_an_agent_that_names_an_unknown_server_or_too_long_a_name_is_a_400_naming_the_entry(
+    configured: Fixture, tenant: TenantFixture
+) -> None:
+    body = {
+        "name": "mcp-bad",
+        "model": {"provider": "scripted", "script": []},
+        "tools": ["ls", "mcp__nowhere__x", "mcp__Notes__x", f"mcp__notes__{'x' * 60}"],
+    }
+    answer = configured.client.post("/v1/agents", json=body, headers=tenant.owner.headers)
+    assert answer.status_code == 400
+    fields = {error["field"]: error["message"] for error in answer.json["errors"]}
+    assert set(fields) == {"tools[1]", "tools[2]", "tools[3]"}
+    assert "unknown MCP server 'nowhere'" in fields["tools[1]"]
+    assert "64 characters" in fields["tools[3]"]
