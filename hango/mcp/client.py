@@ -139,25 +139,14 @@ class McpClients:
         idempotency_key: str | None = None,
     ) -> CallOutcome:
         """Call a tool; every failure (unavailable, crashed, timed out, malformed) is an error outcome."""
-        started = time.monotonic()
         try:
-            result = self._wait(
+            return self._wait(
                 self._call(tenant_id, server, tool, dict(arguments), timeout, idempotency_key),
                 timeout + self.settings.mcp_timeout.total_seconds() + _GRACE,
                 server.name,
             )
         except McpUnavailable as exc:
             return CallOutcome(f"{exc}", is_error=True)
-        log.info(
-            "mcp tool call",
-            extra={
-                "mcp_server": server.name,
-                "tool": tool,
-                "idempotency_key": idempotency_key,
-                "seconds": round(time.monotonic() - started, 3),
-            },
-        )
-        return result
 
     def close(self) -> None:
         """End every session (processes stopped) and the loop; for tests and a process's shutdown."""

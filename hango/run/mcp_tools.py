@@ -15,6 +15,7 @@ under the old definition. An approved call carries its approval id as ``_meta["i
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -111,6 +112,7 @@ class McpCalls:
         if _digest_of(current, pinned.name) != pinned.definition_sha256:
             self._drifted(pinned, context)
             raise ToolError(DRIFT_ERROR)
+        started = time.monotonic()
         outcome = runtime.mcp.call_tool(
             context.tenant_id,
             server,
@@ -118,6 +120,17 @@ class McpCalls:
             arguments,
             timeout=context.limits.timeout,
             idempotency_key=context.idempotency_key,
+        )
+        log.info(
+            "mcp tool call",
+            extra={
+                "mcp_server": pinned.server,
+                "tool": pinned.hango_name,
+                "tool_call_id": context.tool_call_id,
+                "approval_id": context.idempotency_key,
+                "is_error": outcome.is_error,
+                "seconds": round(time.monotonic() - started, 3),
+            },
         )
         if outcome.is_error:
             raise ToolError(outcome.text)
