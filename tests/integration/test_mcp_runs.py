@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import text
@@ -28,7 +29,7 @@ from hango.platform.db import Database
 from hango.run.mcp_tools import DRIFT_ERROR
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, decide, pending, tool_results
-from tests.support.processes import wait_until, worker
+from tests.support.processes import api_server, wait_until, worker
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -251,3 +252,15 @@ def test_saving_an_agent_that_names_an_unknown_server_or_too_long_a_name_is_a_40
     assert set(fields) == {"tools[1]", "tools[2]", "tools[3]"}
     assert "unknown MCP server 'nowhere'" in fields["tools[1]"]
     assert "64 characters" in fields["tools[3]"]
+
+
+def test_the_gevent_api_server_lists_a_servers_tools_for_an_agents_rules(
+    configured: Fixture, tenant: TenantFixture
+) -> None:
+    body = {"name": "mcp-api", "model": {"provider": "scripted", "script": []}, "tools": ["mcp__notes__*"]}
+    with api_server(configured.settings) as base:
+        saved = httpx.post(f"{base}/v1/agents", json=body, headers=tenant.owner.headers, timeout=30)
+        assert saved.status_code == 201, saved.text
+        again = httpx.get(f"{base}/v1/agents/{saved.json()['id']}", headers=tenant.owner.headers, timeout=30)
+    waiting = sorted(name for name in again.json()["effective_interrupt_on"] if name.startswith("mcp__"))
+    assert waiting == ["mcp__notes__plain", "mcp__notes__poke", "mcp__notes__slow_poke"]
