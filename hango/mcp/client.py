@@ -122,14 +122,21 @@ class McpClients:
             raise kept[1]
         return kept[1]
 
-    def list_tools(self, tenant_id: uuid.UUID, server: ServerSpec) -> list[dict[str, Any]]:
+    def list_tools(
+        self, tenant_id: uuid.UUID, server: ServerSpec, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
         """The server's tools exactly as it lists them now (every member it sent, camelCase as on the wire).
 
+        Opening a session and listing each take at most ``HANGO_MCP_TIMEOUT``, and the listing at most ``timeout``
+        when that is shorter.
+
         Raises:
-            McpUnavailable: no answer within ``HANGO_MCP_TIMEOUT``, a refused session or URL, a malformed answer.
+            McpUnavailable: no answer in time, a refused session or URL, a malformed answer.
         """
         limit = self.settings.mcp_timeout.total_seconds()
-        return self._wait(self._list(tenant_id, server, limit), limit + _GRACE, server.name)
+        if timeout is not None:
+            limit = min(limit, timeout)
+        return self._wait(self._list(tenant_id, server, limit), 2 * limit + _GRACE, server.name)
 
     def call_tool(
         self,
@@ -141,7 +148,8 @@ class McpClients:
         timeout: float,
         idempotency_key: str | None = None,
     ) -> CallOutcome:
-        """Call a tool; every failure (unavailable, crashed, timed out, malformed) is an error outcome."""
+        """Call a tool; every failure (unavailable, crashed, timed out, malformed) is an error outcome. The call
+        takes at most ``timeout`` once its session is open (opening one takes at most ``HANGO_MCP_TIMEOUT``)."""
         try:
             return self._wait(
                 self._call(tenant_id, server, tool, dict(arguments), timeout, idempotency_key),
@@ -413,7 +421,7 @@ def _message_cap(settings: Settings) -> int:
 
 def _timed_out(server: str, tool: str, timeout: float) -> str:
     return (
-        f"MCP tool {tool} of server {server} did not answer within {timeout:g}s (HANGO_TOOL_TIMEOUT); the call "
+        f"MCP tool {tool} of server {server} did not answer within {timeout:.3g}s (HANGO_TOOL_TIMEOUT); the call "
         "was cancelled, and what it did before is not known"
     )
 

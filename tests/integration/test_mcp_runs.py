@@ -15,6 +15,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from hango.platform.db import Database
 from hango.run.mcp_tools import DRIFT_ERROR
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, decide, pending, tool_results
+from tests.support.mcp import stdio_entry
 from tests.support.processes import api_server, wait_until, worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,9 +53,10 @@ class Fixture:
         calls = [json.loads(line) for line in self.record.read_text().splitlines()]
         return [call for call in calls if call["arguments"].get("name") == note]
 
-    def with_queue(self, db: Database) -> Fixture:
-        """The same servers on a queue of its own, which the module's worker does not serve."""
-        settings = self.settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}")
+    def with_queue(self, db: Database, **changes: Any) -> Fixture:
+        """The same servers on a queue of its own, which the module's worker does not serve, with settings
+        ``changes``."""
+        settings = self.settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}", **changes)
         return dataclasses.replace(self, settings=settings, client=create_app(settings, db=db).test_client())
 
 
@@ -71,8 +74,9 @@ def configured(settings: Settings, db: Database, tmp_path_factory: pytest.TempPa
         "env": {"NOTES_DIR": str(notes), "RECORD_FILE": str(record), "DRIFT_FILE": str(drift), "PYTHONPATH": str(ROOT)},
     }
     broken = {"command": str(tmp_path / "no-such-server")}
+    hanging = stdio_entry("hanger")
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"notes": entry, "broken": broken}}))
+    config.write_text(json.dumps({"mcpServers": {"notes": entry, "broken": broken, "hang": hanging}}))
     own = settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}", mcp_config=str(config))
     return Fixture(own, create_app(own, db=db).test_client(), notes, record, drift)
 
@@ -277,3 +281,26 @@ def test_the_gevent_api_server_lists_a_servers_tools_for_an_agents_rules(
         again = httpx.get(f"{base}/v1/agents/{saved.json()['id']}", headers=tenant.owner.headers, timeout=30)
     waiting = sorted(name for name in again.json()["effective_interrupt_on"] if name.startswith("mcp__"))
     assert waiting == ["mcp__notes__plain", "mcp__notes__poke", "mcp__notes__slow_poke"]
+
+
+def test_a_call_that_hangs_is_an_error_result_at_the_tool_timeout_and_the_run_and_its_worker_go_on(
+    configured: Fixture, tenant: TenantFixture, db: Database
+) -> None:
+    mcp = configured.with_queue(db, tool_timeout=timedelta(seconds=2))
+    script = [{"tool_calls": [{"id": "h", "name": "mcp__hang__hang", "args": {}}]}, {"text": "moved on"}]
+    agent_id = create_agent(
+        mcp.client, tenant.owner, script, tools=["mcp__hang__hang"], interrupt_on={"mcp__hang__hang": False}
+    )
+    with worker(mcp.settings, concurrency=1, beat=False, name="mcp-hang"):
+        first = start_run(mcp.client, tenant.owner, agent_id)
+        second = start_run(mcp.client, tenant.owner, agent_id)
+        for run_id in (first, second):
+            run = wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed"}, timeout=60)
+            assert run["state"] == "succeeded"
+            with db.transaction() as session:
+                attempts = session.scalar(text("SELECT attempts FROM runs WHERE id = :id"), {"id": run_id})
+            assert attempts == 0, "the run's lease was lost and the run taken back"
+            result = tool_results(mcp.client, tenant.owner, run_id)["h"]
+            assert result["is_error"] is True
+            assert "mcp__hang__hang" not in result["content"]
+            assert "hang of server hang did not answer within" in result["content"]
