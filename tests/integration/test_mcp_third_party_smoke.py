@@ -7,6 +7,7 @@ below too, when this file runs alone).
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
+from hango.mcp.config import load_operator_servers
 from tests.support.mcp import parameters
 from tests.support.mcp_third_party import GIT_ENV, filesystem_entry, git_entry, git_http_server, install_missing
 
@@ -124,3 +126,16 @@ def test_the_git_server_over_streamable_http_commits_in_the_repository(repositor
     assert git(repository, "log", "--format=%s|%an|%cn") == "Add hello.txt over HTTP|hango tests|hango tests\n"
     assert git(repository, "ls-tree", "--name-only", "HEAD") == "hello.txt\n"
     assert git(repository, "rev-parse", "HEAD").strip() in seen["log"]
+
+
+def test_the_entries_are_operator_config_as_hango_reads_it(tmp_path: Path) -> None:
+    servers = {"files": filesystem_entry(tmp_path), "git": git_entry(tmp_path), "git-http": {"url": "http://x/mcp"}}
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    specs = load_operator_servers(str(config), {})
+    assert {name: spec.transport for name, spec in specs.items()} == {
+        "files": "stdio",
+        "git": "stdio",
+        "git-http": "streamable_http",
+    }
+    assert specs["git"].env["GIT_COMMITTER_NAME"] == "hango tests"
