@@ -20,6 +20,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import CallToolResult, RequestParamsMeta, TextContent
 
+from hango.mcp.config import load_operator_servers
 from tests.support.mcp import http_server, module_args, parameters, python_env, records, stdio_entry
 from tests.support.processes import ROOT, log_path, stop
 
@@ -304,6 +305,14 @@ def test_an_entry_gives_the_server_all_it_needs_with_only_path_home_and_lang(tmp
     )
     assert server.returncode == 0, server.stderr
     assert b"dies in the middle of a call" in server.stdout
+
+
+def test_the_entries_are_operator_config_as_hango_reads_it(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"rec": stdio_entry("recorder", {"NOTES_DIR": str(tmp_path)})}}))
+    [spec] = load_operator_servers(str(config), {}).values()
+    assert (spec.command, spec.args, spec.cwd) == (sys.executable, ("-m", "tests.mcp_servers.recorder"), str(ROOT))
+    assert spec.env["NOTES_DIR"] == str(tmp_path)
 
 
 # By hand: a server's stdio, with the handshake of protocol 2025-11-25.
