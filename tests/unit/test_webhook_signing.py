@@ -10,7 +10,7 @@ from cryptography.fernet import Fernet
 
 from hango.kernel import addresses
 from hango.kernel.errors import ConfigError
-from hango.services.webhooks.secret_box import SecretBox
+from hango.kernel.secret_box import SecretBox
 from hango.services.webhooks.signing import new_secret, signature, verify
 
 # The specification's published test vector (standard-webhooks, the reference libraries' tests).

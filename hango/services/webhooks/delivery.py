@@ -25,10 +25,10 @@ from hango import __version__
 from hango.kernel import addresses
 from hango.kernel.config import Settings
 from hango.kernel.models import Webhook
+from hango.kernel.secret_box import SecretBox
 from hango.platform.runtime import Runtime
 from hango.platform.work import enqueue_deliveries, unit_of_work
 from hango.services.webhooks import signing
-from hango.services.webhooks.secret_box import SecretBox
 from hango.store import webhooks as store
 from hango.store.approvals import approval_item
 from hango.store.outbox import Notification, reminder_window

@@ -16,10 +16,10 @@ from hango.kernel.auth import Principal
 from hango.kernel.errors import Conflict, InvalidInput
 from hango.kernel.models import Webhook, WebhookDelivery
 from hango.kernel.pagination import Page, PageRequest
+from hango.kernel.secret_box import SecretBox
 from hango.platform.runtime import Runtime
 from hango.platform.work import enqueue_deliveries
 from hango.services.tenancy import require_manager
-from hango.services.webhooks.secret_box import SecretBox
 from hango.services.webhooks.signing import new_secret
 from hango.store import webhooks as store
 from hango.store.outbox import retry_window

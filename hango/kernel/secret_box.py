@@ -1,7 +1,9 @@
-"""Webhook secrets at rest: Fernet-encrypted when ``HANGO_WEBHOOK_SECRET_KEYS`` is set.
+"""Secrets at rest (webhook signing secrets, tenant MCP servers' headers): Fernet-encrypted when
+``HANGO_WEBHOOK_SECRET_KEYS`` is set.
 
 A stored value says how it was stored (``fernet:`` or ``plain:``), so configuring keys later still reads secrets
-written before, and rotating keys (a new first key, the old ones after it) reads every older secret.
+written before, and rotating keys (a new first key, the old ones after it) reads every older secret. The box sits in
+the kernel because the worker, below the services, opens what the services sealed (an MCP server's headers).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ _PLAIN = "plain:"
 
 
 class SecretBox:
-    """Seals secrets for storage and opens them for signing."""
+    """Seals secrets for storage and opens them for use."""
 
     def __init__(self, keys: tuple[str, ...]) -> None:
         self._fernet = MultiFernet([Fernet(key) for key in keys]) if keys else None
@@ -40,10 +42,10 @@ class SecretBox:
         if stored.startswith(_PLAIN):
             return stored.removeprefix(_PLAIN)
         if self._fernet is None:
-            raise ConfigError("a webhook secret is encrypted but HANGO_WEBHOOK_SECRET_KEYS is not set")
+            raise ConfigError("a stored secret is encrypted but HANGO_WEBHOOK_SECRET_KEYS is not set")
         try:
             return self._fernet.decrypt(stored.removeprefix(_FERNET).encode("ascii")).decode()
         except InvalidToken as exc:
             raise ConfigError(
-                "a webhook secret was encrypted with a key missing from HANGO_WEBHOOK_SECRET_KEYS"
+                "a stored secret was encrypted with a key missing from HANGO_WEBHOOK_SECRET_KEYS"
             ) from exc
