@@ -1,10 +1,11 @@
 """The composition root: what every service of a process needs (database, Redis, the run and delivery queues, the
-event publisher, the tool registry), built once per process by an edge. The unit of work is
+event publisher, the tool registry, the MCP sessions), built once per process by an edge. The unit of work is
 :mod:`hango.platform.work`."""
 
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 
 import redis
@@ -13,6 +14,8 @@ from hango.agent.tools.base import ToolRegistry
 from hango.agent.tools.filesystem import builtin_registry
 from hango.agent.tools.task import TASK_TOOL
 from hango.kernel.config import Settings
+from hango.mcp.client import McpClients
+from hango.mcp.config import load_operator_servers
 from hango.platform.db import Database
 from hango.platform.events import Publisher
 from hango.platform.queue import DeliveryQueue, RunQueue, make_celery
@@ -31,10 +34,16 @@ class Runtime:
     publisher: Publisher
     tools: ToolRegistry
     deliveries: DeliveryQueue
+    mcp: McpClients
 
     @classmethod
     def build(cls, settings: Settings, *, db: Database | None = None) -> Runtime:
-        """Wire a runtime from settings; nothing connects until first use."""
+        """Wire a runtime from settings; nothing connects until first use.
+
+        Raises:
+            ConfigError: ``HANGO_MCP_CONFIG`` names a file that is malformed (the message names the entry).
+        """
+        operator_servers = load_operator_servers(settings.mcp_config, os.environ)
         # A bounded pool: a burst of greenlets (a thousand streams closing together) waits for a connection
         # instead of opening hundreds, each costing a TCP handshake and redis-py's start-up work.
         pool = redis.BlockingConnectionPool.from_url(
@@ -61,6 +70,7 @@ class Runtime:
             publisher=Publisher(client),
             tools=tools,
             deliveries=DeliveryQueue(settings, celery),
+            mcp=McpClients(settings, operator_servers),
         )
 
 
