@@ -46,7 +46,7 @@ class HeaderMap(fields.Dict):
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict[str, str]:
         try:
-            loaded: dict[str, str] = super()._deserialize(value, attr, data, **kwargs)
+            loaded: dict[str, str] = super()._deserialize(value, attr, data, **kwargs)  # type: ignore[no-untyped-call]
         except ma.ValidationError as error:
             raise ma.ValidationError(_by_name(error.messages)) from error
         return loaded
@@ -55,8 +55,16 @@ class HeaderMap(fields.Dict):
 def _by_name(messages: Any) -> Any:
     if not isinstance(messages, dict):
         return messages
-    return {name: [text for part in found.values() for text in part] if isinstance(found, dict) else found
-            for name, found in messages.items()}
+    return {
+        name: [text for part in found.values() for text in part] if isinstance(found, dict) else found
+        for name, found in messages.items()
+    }
+
+
+def _at_most_headers(headers: dict[str, str]) -> None:
+    # A plain function, not validate.Length: apispec would document that as a string's maxLength.
+    if len(headers) > MAX_HEADERS:
+        raise ma.ValidationError(f"at most {MAX_HEADERS} headers")
 
 
 def _headers(description: str) -> HeaderMap:
@@ -69,8 +77,8 @@ def _headers(description: str) -> HeaderMap:
             validate=[validate.Length(max=MAX_HEADER_VALUE), validate.Regexp(HEADER_VALUE)],
             metadata={"description": "its value"},
         ),
-        validate=validate.Length(max=MAX_HEADERS),
-        metadata={"description": description, "writeOnly": True},
+        validate=_at_most_headers,
+        metadata={"description": description, "writeOnly": True, "maxProperties": MAX_HEADERS},
     )
 
 
@@ -168,7 +176,7 @@ UNAVAILABLE = examples.problem(
     502,
     "mcp-unavailable",
     "MCP server unavailable",
-    "MCP server docs: no answer within 10s",
+    "MCP server docs is unavailable: did not list its tools within 10s",
     server="docs",
 )
 
@@ -188,7 +196,9 @@ def create_server(body: dict[str, Any]) -> dict[str, Any]:
     HANGO_MAX_MCP_SERVERS_PER_TENANT servers, a 409. Audited as mcp_server.create, with the URL's host only.
     """
     server = service.create(services().runtime, principal(), _command(body, body["name"]))
-    audit_target("mcp_server", server.name, id=str(server.id), host=urlsplit(server.url).hostname, trusted=server.trusted)
+    audit_target(
+        "mcp_server", server.name, id=str(server.id), host=urlsplit(server.url).hostname, trusted=server.trusted
+    )
     return _tenant_server(server)
 
 
@@ -236,8 +246,14 @@ def update_server(body: dict[str, Any], name: str) -> dict[str, Any]:
     """
     updated = service.update(services().runtime, principal(), name, _command(body, body.get("name")))
     server = updated.server
-    detail = {"host": urlsplit(server.url).hostname, "trusted": server.trusted}
-    audit_target("mcp_server", server.name, id=str(server.id), headers_replaced=updated.headers_replaced, **detail)
+    audit_target(
+        "mcp_server",
+        server.name,
+        id=str(server.id),
+        host=urlsplit(server.url).hostname,
+        trusted=server.trusted,
+        headers_replaced=updated.headers_replaced,
+    )
     return _tenant_server(server)
 
 

@@ -253,4 +253,3 @@ def _sealing_box(runtime: Runtime) -> SecretBox:
     if not box.encrypts:
         log.warning("MCP server headers are stored unencrypted: set HANGO_WEBHOOK_SECRET_KEYS to encrypt them at rest")
     return box
-
