@@ -99,7 +99,14 @@ def create_agent(body: dict[str, Any]) -> agents.SavedAgent:
     """
     runtime = services().runtime
     return _audit(
-        agents.create_agent(runtime.db, runtime.tools, principal(), body, max_ttl=runtime.settings.approval_max_ttl)
+        agents.create_agent(
+            runtime.db,
+            runtime.tools,
+            principal(),
+            body,
+            max_ttl=runtime.settings.approval_max_ttl,
+            operator_servers=runtime.mcp.operator,
+        )
     )
 
 
@@ -143,6 +150,12 @@ def replace_agent(body: dict[str, Any], agent_id: uuid.UUID) -> agents.SavedAgen
     runtime = services().runtime
     return _audit(
         agents.replace_agent(
-            runtime.db, runtime.tools, principal(), agent_id, body, max_ttl=runtime.settings.approval_max_ttl
+            runtime.db,
+            runtime.tools,
+            principal(),
+            agent_id,
+            body,
+            max_ttl=runtime.settings.approval_max_ttl,
+            operator_servers=runtime.mcp.operator,
         )
     )

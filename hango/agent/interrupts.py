@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from hango.agent.mcp import is_mcp_name
 from hango.agent.paths import PathError, is_under, normalize_path
 from hango.agent.spec import AgentSpec
 from hango.agent.state import OnExpiry
@@ -300,9 +301,11 @@ def matcher_errors(matcher: Any, field: str) -> list[FieldError]:
     return [FieldError(f"{field}.{kind}", f"unknown matcher; use one of {', '.join(MATCHERS)}")]
 
 
-def effective_config(user: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The merged rules as the API shows them: defaults overlaid by the user's entries, ``true`` expanded."""
-    merged: dict[str, Any] = {**DEFAULT_RULES, **(user or {})}
+def effective_config(user: Mapping[str, Any] | None, mcp_defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The merged rules as the API shows them: defaults (the built-in ones, and ``mcp_defaults``, the MCP tools'
+    whose calls wait by default, :func:`hango.agent.mcp.default_rules`) overlaid by the user's entries, ``true``
+    expanded."""
+    merged: dict[str, Any] = {**DEFAULT_RULES, **(mcp_defaults or {}), **(user or {})}
     return {tool: _expand(rule) for tool, rule in sorted(merged.items())}
 
 
@@ -319,9 +322,12 @@ def _expand(rule: Any) -> Any:
     return expanded
 
 
-def compile_rules(user: Mapping[str, Any] | None) -> dict[str, InterruptRule]:
+def compile_rules(
+    user: Mapping[str, Any] | None, mcp_defaults: Mapping[str, Any] | None = None
+) -> dict[str, InterruptRule]:
     """The rules the middleware applies, by tool name (tools set to ``false`` have none)."""
-    return {tool: _compiled(rule) for tool, rule in effective_config(user).items() if rule is not False}
+    merged = effective_config(user, mcp_defaults)
+    return {tool: _compiled(rule) for tool, rule in merged.items() if rule is not False}
 
 
 def rule_sets(agent: AgentSpec) -> list[tuple[str, dict[str, InterruptRule]]]:
@@ -347,9 +353,19 @@ def _compiled(rule: Mapping[str, Any]) -> InterruptRule:
 
 
 def overridden_defaults(user: Mapping[str, Any] | None) -> list[str]:
-    """Default rules the user's configuration replaces or removes: each is logged and audited at save time."""
+    """Default rules the user's configuration replaces or removes: each is logged and audited at save time.
+
+    An MCP tool's default interrupts every call (unless its server is trusted and the tool read-only), so an entry
+    that lifts it (``false``) or narrows it (a ``when``) overrides it.
+    """
     given = user or {}
-    return sorted(tool for tool in DEFAULT_RULES if tool in given and not _is_default(tool, given[tool]))
+    built_in = [tool for tool in DEFAULT_RULES if tool in given and not _is_default(tool, given[tool])]
+    mcp = [tool for tool, rule in given.items() if is_mcp_name(tool) and _lifts_mcp_default(rule)]
+    return sorted(built_in + mcp)
+
+
+def _lifts_mcp_default(rule: Any) -> bool:
+    return rule is False or (isinstance(rule, Mapping) and bool(rule.get("when")))
 
 
 def _is_default(tool: str, rule: Any) -> bool:
@@ -413,6 +429,10 @@ def override_message(tool: str, rule: Any) -> str:
     For example "write_file to /memories/ and /skills/ is no longer interrupted except where file_path equals
     /memories/q.md".
     """
+    if is_mcp_name(tool):
+        if rule is False:
+            return f"{tool} is no longer interrupted: its calls run without review"
+        return f"{tool} is no longer interrupted except where {describe_when(rule['when'])}"
     default_when = DEFAULT_RULES[tool]["when"]
     scope = f"{tool} to {' and '.join(default_when['file_path']['prefix'])}"
     if rule is False:

@@ -204,6 +204,9 @@ class PendingCall:
     on_expiry: OnExpiry = None
     # Why it waits, from its rule (None: the rule gives no description).
     description: str | None = None
+    # What its reviewer is shown of the tool beyond its name (``Tool.shown``: an MCP tool's server, title,
+    # annotations and definition digest); None for a tool that shows nothing more.
+    tool_shown: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

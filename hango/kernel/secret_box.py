@@ -1,9 +1,8 @@
-"""Secrets at rest (webhook signing secrets, tenant MCP servers' headers): Fernet-encrypted when
-``HANGO_WEBHOOK_SECRET_KEYS`` is set.
+"""Secrets at rest (webhook secrets, MCP servers' headers): Fernet-encrypted when ``HANGO_WEBHOOK_SECRET_KEYS`` is
+set.
 
 A stored value says how it was stored (``fernet:`` or ``plain:``), so configuring keys later still reads secrets
-written before, and rotating keys (a new first key, the old ones after it) reads every older secret. The box sits in
-the kernel because the worker, below the services, opens what the services sealed (an MCP server's headers).
+written before, and rotating keys (a new first key, the old ones after it) reads every older secret.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ _PLAIN = "plain:"
 
 
 class SecretBox:
-    """Seals secrets for storage and opens them for use."""
+    """Seals secrets for storage and opens them for signing."""
 
     def __init__(self, keys: tuple[str, ...]) -> None:
         self._fernet = MultiFernet([Fernet(key) for key in keys]) if keys else None

@@ -17,6 +17,7 @@ from opentelemetry.trace import Span, SpanContext
 from sqlalchemy.orm import Session
 
 from hango.agent.loop import AgentLoop, LoopConfig
+from hango.agent.mcp import PinnedTool, default_rules
 from hango.agent.messages import Message
 from hango.agent.middleware.hitl import load_decisions, require_decisions_applied
 from hango.agent.middleware.stack import default_chain
@@ -34,10 +35,12 @@ from hango.agent.state import (
     load_state,
 )
 from hango.agent.tools.base import ToolLimits
+from hango.agent.tools.mcp import mcp_tools
 from hango.agent.tools.task import RUNNER_KEY
 from hango.kernel.models import Execution, PendingApproval, Run
 from hango.kernel.telemetry import resumed_links, tracer
 from hango.platform.runtime import Runtime
+from hango.run.mcp_tools import McpCalls, expand_tools, pinned_tools
 from hango.run.persistence import RunPersistence
 from hango.run.subagents import ChildRunner
 from hango.run.transitions import Lease
@@ -108,6 +111,20 @@ class Loops:
         # Every tool call id of the run, read by the claim and grown by each loop's turns: a provider that repeats
         # an id in another loop of the same run (a child reusing its parent's) still gets a fresh one.
         self.call_ids = call_ids
+        # The run's MCP tools, pinned at its first step (:meth:`pin`), and every tool its loops may call.
+        self.pinned: dict[str, PinnedTool] = {}
+        self.tools = runtime.tools
+
+    def pin(self) -> None:
+        """Read (or, at the run's first step, list and store) the run's MCP tools; before any loop is driven.
+
+        Raises:
+            PinFailed: a server the agent names is not configured or cannot be listed.
+        """
+        self.pinned = pinned_tools(self.runtime, self.run, self.lease, self.agent)
+        if self.pinned:
+            caller = McpCalls(self.runtime, self.run)
+            self.tools = self.runtime.tools.extended(mcp_tools(self.pinned.values(), caller))
 
     def drive(
         self, spec: LoopSpec, subagent_call_id: uuid.UUID | None, depth: int, stored: StoredLoop | None = None
@@ -132,17 +149,22 @@ class Loops:
         )
         scope = str(subagent_call_id or self.run.id)
         # With interrupts switched off the slot stays: it still applies the decisions loaded above.
+        tools = expand_tools(spec.tools, self.pinned)
         chain = default_chain(
-            spec.tools, spec.interrupt_on, model=spec.model, interrupts=self.runtime.settings.interrupts_enabled
+            tools,
+            spec.interrupt_on,
+            model=spec.model,
+            interrupts=self.runtime.settings.interrupts_enabled,
+            mcp_defaults=default_rules(self.pinned.values()),
         )
         require_decisions_applied(chain, state)
         loop = AgentLoop(
-            LoopConfig(spec.system_prompt, spec.tools, spec.max_turns, spec.max_tokens),
+            LoopConfig(spec.system_prompt, tools, spec.max_turns, spec.max_tokens),
             build_model(
                 spec.model, self.runtime.settings, scope=scope, id_prefix=f"{scope[:8]}-" if spec.replays_parent else ""
             ),
             chain,
-            self.runtime.tools,
+            self.tools,
             port,
             port,
             ToolLimits.of(self.runtime.settings),

@@ -68,6 +68,7 @@ def _row(
         expires_at=now + pending.ttl if pending.ttl is not None else None,
         on_expiry=pending.on_expiry,
         description=pending.description,
+        mcp=dict(pending.tool_shown) if pending.tool_shown is not None else None,
     )
     if pending.granted is not None:
         row.state, row.decision, row.decision_message = "decided", "approve", ""

@@ -82,6 +82,7 @@ def _execute(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Execution:
     try:
         with _heartbeat(runtime, lease, stop):
             try:
+                loops.pin()
                 outcome, state = loops.drive(LoopSpec.of_agent(loops.agent), None, 0, claimed.loop)
             except RunStopped:
                 log.info("run stopped (cancelled or lease lost)", extra={"run_id": str(run.id)})

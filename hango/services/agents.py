@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from hango.agent.interrupts import (
     rule_warnings,
     validate_rules,
 )
+from hango.agent.mcp import MAX_TOOL_NAME, is_mcp_name, parse_name
 from hango.agent.models.factory import missing_sdk
 from hango.agent.spec import SNAPSHOT_FIELDS, AgentSpec
 from hango.agent.tools.base import ToolRegistry
@@ -29,6 +31,7 @@ from hango.kernel.pagination import Page, PageRequest
 from hango.platform.db import Database
 from hango.services.tenancy import require_manager
 from hango.store import agents as agent_store
+from hango.store import mcp_servers as server_store
 
 log = logging.getLogger(__name__)
 
@@ -41,28 +44,45 @@ class SavedAgent:
     warnings: list[RuleWarning]
 
 
-def check_references(config: dict[str, Any], tools: ToolRegistry) -> None:
-    """Every tool an agent or subagent names must be registered, and every model's SDK installed here: each
-    unknown tool and each provider whose SDK is missing is a 400 naming the field (and the extra to install)."""
-    errors = _tool_errors(config, tools) + _model_errors(config)
+def check_references(config: dict[str, Any], tools: ToolRegistry, servers: Collection[str] = ()) -> None:
+    """Every tool an agent or subagent names must be registered, or be a tool of a configured MCP server
+    (``servers``, the operator's and the tenant's), and every model's SDK installed here: each unknown tool or
+    server and each provider whose SDK is missing is a 400 naming the field (and the extra to install)."""
+    errors = _tool_errors(config, tools, servers) + _model_errors(config)
     if errors:
         raise InvalidInput.of(errors)
 
 
-def _tool_errors(config: dict[str, Any], tools: ToolRegistry) -> list[FieldError]:
-    known = tools.names()
-    errors = [
-        FieldError(f"tools[{index}]", f"unknown tool {name!r}")
-        for index, name in enumerate(config.get("tools", []))
-        if name not in known
-    ]
+def _tool_errors(config: dict[str, Any], tools: ToolRegistry, servers: Collection[str]) -> list[FieldError]:
+    named = [(f"tools[{index}]", name) for index, name in enumerate(config.get("tools", []))]
     for sub_index, subagent in enumerate(config.get("subagents", [])):
-        errors += [
-            FieldError(f"subagents[{sub_index}].tools[{index}]", f"unknown tool {name!r}")
-            for index, name in enumerate(subagent.get("tools", []))
-            if name not in known
-        ]
+        named += [(f"subagents[{sub_index}].tools[{index}]", name) for index, name in enumerate(subagent["tools"])]
+    known = tools.names()
+    errors = []
+    for field, name in named:
+        problem = _tool_problem(name, known, servers)
+        if problem is not None:
+            errors.append(FieldError(field, problem))
     return errors
+
+
+def _tool_problem(name: str, known: Collection[str], servers: Collection[str]) -> str | None:
+    if not is_mcp_name(name):
+        return None if name in known else f"unknown tool {name!r}"
+    parsed = parse_name(name)
+    if parsed is None:
+        return f"{name!r} is not an MCP tool name: use mcp__<server>__<tool> or mcp__<server>__*"
+    if parsed.server not in servers:
+        return f"unknown MCP server {parsed.server!r}: add it first (GET /v1/mcp-servers lists those configured)"
+    if len(name) > MAX_TOOL_NAME:
+        return f"{name!r} is longer than {MAX_TOOL_NAME} characters, which model providers refuse"
+    return None
+
+
+def known_servers(db: Database, operator: Collection[str], tenant_id: uuid.UUID) -> set[str]:
+    """The MCP servers an agent of this tenant may name: the operator's and the tenant's own."""
+    with db.transaction() as session:
+        return set(operator) | set(server_store.server_names(session, tenant_id))
 
 
 def _model_errors(config: dict[str, Any]) -> list[FieldError]:
@@ -125,10 +145,11 @@ def create_agent(
     config: dict[str, Any],
     *,
     max_ttl: timedelta = MAX_RULE_TTL,
+    operator_servers: Collection[str] = (),
 ) -> SavedAgent:
     """Create an agent from a validated configuration."""
     require_manager(principal)
-    check_references(config, tools)
+    check_references(config, tools, known_servers(db, operator_servers, principal.tenant_id))
     config = check_interrupts(config, max_ttl)
     agent = Agent(id=uuid.uuid4(), tenant_id=principal.tenant_id, created_by=principal.user_id, **config)
     try:
@@ -148,10 +169,11 @@ def replace_agent(
     config: dict[str, Any],
     *,
     max_ttl: timedelta = MAX_RULE_TTL,
+    operator_servers: Collection[str] = (),
 ) -> SavedAgent:
     """Replace an agent's whole configuration; runs already created keep their snapshot."""
     require_manager(principal)
-    check_references(config, tools)
+    check_references(config, tools, known_servers(db, operator_servers, principal.tenant_id))
     config = check_interrupts(config, max_ttl)
     try:
         with db.transaction() as session:

@@ -15,6 +15,7 @@ from sqlalchemy import String, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from hango.agent.mcp import PREFIX, SEPARATOR, servers_named
+from hango.kernel.config import Settings
 from hango.kernel.errors import NotFound
 from hango.kernel.models import Agent, McpServer, Tenant
 from hango.kernel.secret_box import SecretBox
@@ -34,6 +35,29 @@ def open_headers(box: SecretBox, stored: str) -> dict[str, str]:
     """
     headers = json.loads(box.open(stored))
     return {str(name): str(value) for name, value in headers.items()}
+
+
+def spec_of(row: McpServer, box: SecretBox) -> ServerSpec:
+    """A tenant's server as the MCP client connects to it, its headers opened."""
+    return ServerSpec(
+        row.name,
+        "tenant",
+        trusted=row.trusted,
+        description=row.description,
+        url=row.url,
+        headers=open_headers(box, row.headers),
+    )
+
+
+def find_tenant_server(session: Session, tenant_id: uuid.UUID, name: str, settings: Settings) -> ServerSpec | None:
+    """The tenant's server of that name, ready to connect to; ``None`` when it has none."""
+    row = find(session, tenant_id, name)
+    return None if row is None else spec_of(row, SecretBox(settings.webhook_secret_keys))
+
+
+def server_names(session: Session, tenant_id: uuid.UUID) -> list[str]:
+    """The names of the tenant's servers."""
+    return list(session.scalars(select(McpServer.name).where(McpServer.tenant_id == tenant_id)))
 
 
 def lock_tenant(session: Session, tenant_id: uuid.UUID) -> None:
@@ -103,16 +127,7 @@ def find_server(
         return operator[name]
     statement = select(McpServer).where(McpServer.tenant_id == tenant_id, McpServer.name == name)
     row = session.scalar(statement.with_for_update(read=True) if share_lock else statement)
-    if row is None:
-        return None
-    return ServerSpec(
-        name=row.name,
-        scope="tenant",
-        trusted=row.trusted,
-        description=row.description,
-        url=row.url,
-        headers=open_headers(box, row.headers),
-    )
+    return None if row is None else spec_of(row, box)
 
 
 def servers_named_by_agents(session: Session, tenant_id: uuid.UUID, name: str) -> list[uuid.UUID]:

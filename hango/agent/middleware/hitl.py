@@ -90,6 +90,7 @@ class HumanInTheLoop(Middleware):
             ttl=rule.ttl,
             on_expiry=rule.on_expiry,
             description=rule.description,
+            tool_shown=request.tool.shown,
         )
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolResult:

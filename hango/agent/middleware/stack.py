@@ -38,11 +38,13 @@ def default_middlewares(
     model: Mapping[str, Any] | None = None,
     *,
     interrupts: bool = True,
+    mcp_defaults: Mapping[str, Any] | None = None,
 ) -> list[Middleware]:
     """The default stack for an agent allowed ``tools`` with its ``interrupt_on`` configuration.
 
     ``interrupts=False`` (``HANGO_INTERRUPTS_ENABLED=false``) is how interrupts are switched off: the
     human-in-the-loop slot stays and still applies stored decisions, it only stops raising new interrupts.
+    ``mcp_defaults`` are the default rules of the run's pinned MCP tools (:func:`hango.agent.mcp.default_rules`).
     ``overrides`` replaces or empties slots by name. Emptying ``human_in_the_loop`` also drops the application of
     stored decisions, so it is only for loops that can have none; the worker never does it, and a worker's loop
     that carries decisions refuses a chain without the slot (``hango.run.loops``).
@@ -51,7 +53,7 @@ def default_middlewares(
         "tracing": Tracing(dict(model or {})),
         "repair_tool_calls": RepairToolCalls(resumable=[TASK_TOOL_NAME]),
         "memory": Memory(),
-        "human_in_the_loop": HumanInTheLoop(compile_rules(interrupt_on), interrupts=interrupts),
+        "human_in_the_loop": HumanInTheLoop(compile_rules(interrupt_on, mcp_defaults), interrupts=interrupts),
         "tool_allowlist": ToolAllowlist(tools),
         "metrics": Metrics(str((model or {}).get("provider", ""))),
     }
@@ -69,6 +71,9 @@ def default_chain(
     model: Mapping[str, Any] | None = None,
     *,
     interrupts: bool = True,
+    mcp_defaults: Mapping[str, Any] | None = None,
 ) -> Chain:
     """The default stack as a chain."""
-    return Chain(default_middlewares(tools, interrupt_on, overrides, model, interrupts=interrupts))
+    return Chain(
+        default_middlewares(tools, interrupt_on, overrides, model, interrupts=interrupts, mcp_defaults=mcp_defaults)
+    )

@@ -94,6 +94,11 @@ class Tool:
 
     A ``writes`` tool changes something that outlasts its call: a file, a record, the world outside hango. An agent
     that names one which no interrupt rule covers is warned of it when it is saved: its calls run without review.
+
+    An ``own_deadline`` tool keeps the per-call deadline itself (an MCP call, cancelled with the protocol's
+    notification and answered as timed out) instead of being interrupted by it. ``shown`` is what a reviewer of
+    one of its calls is told about the tool beyond its name (an MCP tool's server, title, annotations and
+    definition digest); it is kept with the approval.
     """
 
     name: str
@@ -103,6 +108,8 @@ class Tool:
     delegates: bool = False
     idempotent: bool = False
     writes: bool = False
+    own_deadline: bool = False
+    shown: Mapping[str, Any] | None = None
 
     def spec(self) -> ToolSpec:
         """What the model is told about this tool."""
@@ -172,7 +179,7 @@ def _run_handler(tool: Tool, context: ToolContext, call: ToolCall) -> str:
     # (``hango.agent.grant_terms.exact_call``) is then what the tool reads, whatever default its code would have
     # assumed.
     arguments = tool.with_defaults(call.input)
-    if tool.delegates:
+    if tool.delegates or tool.own_deadline:
         return tool.handler(context, arguments)
     limit = context.limits.timeout
     try:
@@ -199,6 +206,10 @@ class ToolRegistry:
         if tool.name in self._tools:
             log.warning("tool %s registered twice; the later one wins", tool.name)
         self._tools[tool.name] = tool
+
+    def extended(self, tools: Iterable[Tool]) -> ToolRegistry:
+        """A new registry with these tools and ``tools`` (a run's pinned MCP tools); this one is unchanged."""
+        return ToolRegistry([*self._tools.values(), *tools])
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, if registered."""

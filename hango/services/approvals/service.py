@@ -31,8 +31,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from hango.agent.interrupts import compile_rules
+from hango.agent.mcp import default_rules, pinned_of
 from hango.agent.spec import AgentSpec
 from hango.agent.tools.base import ToolLimits
+from hango.agent.tools.mcp import with_pinned
 from hango.kernel.auth import Principal
 from hango.kernel.errors import Forbidden, HangoError
 from hango.kernel.models import PendingApproval, Run
@@ -143,8 +145,10 @@ def _checked(
     decisions = request.decisions
     chosen = checks.resolve(decisions, rows)
     holding = _holding_rules(session, run, agent, decisions, chosen)
-    checks.check_decisions(runtime.tools, holding, standing, decisions, chosen)
-    checks.check_remember(runtime.settings, runtime.tools, decisions, chosen)
+    # An MCP call's edit meets the input schema the run pinned, not the server's schema of today.
+    tools = with_pinned(runtime.tools, run.mcp_tools)
+    checks.check_decisions(tools, holding, standing, decisions, chosen)
+    checks.check_remember(runtime.settings, tools, decisions, chosen)
     checks.check_complete(run, rows, standing, chosen)
     checks.check_seen(decisions, chosen)
     return decisions, chosen
@@ -239,7 +243,8 @@ def _holding_rules(
     for decision, row in zip(decisions, rows, strict=True):
         if decision.kind == "edit":
             lineage = subagent_store.lineage(session, run.id, row.subagent_call_id) if row.subagent_call_id else []
-            holding[row.id] = compile_rules(agent.loop_rules(lineage))
+            mcp_defaults = default_rules(pinned_of(run.mcp_tools).values())
+            holding[row.id] = compile_rules(agent.loop_rules(lineage), mcp_defaults)
     return holding
 
 
@@ -258,7 +263,7 @@ def _remembered(
     for decision, row in zip(decisions, rows, strict=True):
         remember = decision.remember
         if remember is not None:
-            when = checks.remembered_when(runtime.tools, remember, row)
+            when = checks.remembered_when(with_pinned(runtime.tools, run.mcp_tools), remember, row)
             spec = GrantSpec(run.agent_id, row.tool_name, remember.ttl, when, exact=remember.exact)
             remembered.append((row.id, spec))
     if remembered:

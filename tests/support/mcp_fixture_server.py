@@ -1,0 +1,60 @@
+"""A small MCP server for hango's run tests (stdio by default; ``--http PORT`` for streamable HTTP).
+
+Tools: ``peek`` (read-only), ``poke`` (writes ``text`` to ``NOTES_DIR/name``; destructive) and ``plain`` (no
+annotations). Every tools/call is appended to ``RECORD_FILE`` (one JSON line: tool, arguments, ``_meta``) before it
+runs, so tests can count what the server received. With ``DRIFT_FILE`` set, ``poke``'s description changes while
+that file exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+
+app = MCPServer("hango-fixture")
+
+
+def _record(tool: str, arguments: dict[str, Any], context: Context) -> None:
+    path = os.environ.get("RECORD_FILE")
+    if not path:
+        return
+    meta = context.request_context.meta if context.request_context else None
+    line = {"tool": tool, "arguments": arguments, "meta": dict(meta) if meta else None}
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(line, default=str) + "\n")
+
+
+@app.tool(annotations=ToolAnnotations(readOnlyHint=True, title="Peek at a note"))
+def peek(name: str, context: Context) -> str:
+    """Read a note."""
+    _record("peek", {"name": name}, context)
+    path = Path(os.environ.get("NOTES_DIR", ".")) / name
+    return path.read_text() if path.exists() else "(no such note)"
+
+
+@app.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True))
+def poke(name: str, text: str, context: Context) -> str:
+    """Write a note."""
+    _record("poke", {"name": name, "text": text}, context)
+    (Path(os.environ.get("NOTES_DIR", ".")) / name).write_text(text)
+    return f"wrote {len(text)} characters to {name}"
+
+
+@app.tool()
+def plain(value: int, context: Context) -> str:
+    """Echo a number."""
+    _record("plain", {"value": value}, context)
+    return str(value)
+
+
+if __name__ == "__main__":
+    if "--http" in sys.argv:
+        app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        app.run()
