@@ -194,6 +194,7 @@ def get(runtime: Runtime, principal: Principal, name: str) -> ServerSpec | McpSe
     Raises:
         NotFound: neither exists (another tenant's server is never found).
     """
+    _require_name(name)
     if name in runtime.mcp.operator:
         return runtime.mcp.operator[name]
     with runtime.db.read() as session:
@@ -207,6 +208,7 @@ def tools(runtime: Runtime, principal: Principal, name: str) -> list[PinnedTool]
         NotFound: the tenant can name no server ``name``.
         McpUnavailable: the server did not answer within ``HANGO_MCP_TIMEOUT``, refused, or answered wrongly.
     """
+    _require_name(name)
     with runtime.db.read() as session:
         box = SecretBox(runtime.settings.webhook_secret_keys)
         server = store.find_server(session, principal.tenant_id, name, runtime.mcp.operator, box)
@@ -237,9 +239,16 @@ def _refuse_shadowing(runtime: Runtime, name: str) -> None:
         raise Conflict(f"{name} is the name of one of the operator's MCP servers: choose another")
 
 
+def _require_name(name: str) -> None:
+    """A name no server can have is a :class:`NotFound` before any query (it may hold what no column compares)."""
+    if not SERVER_NAME.fullmatch(name):
+        raise NotFound(f"MCP server {name[:40]} not found")
+
+
 def _own(runtime: Runtime, session: Session, principal: Principal, name: str, *, lock: bool = False) -> McpServer:
     """The tenant's own server of that name; an operator server's name is a :class:`Conflict` (it is not the
     tenant's to change), any other a :class:`NotFound`."""
+    _require_name(name)
     server = store.find(session, principal.tenant_id, name, lock=lock)
     if server is not None:
         return server
