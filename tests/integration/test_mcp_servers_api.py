@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import threading
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -402,6 +404,33 @@ def test_a_tenant_adds_at_most_its_quota_of_servers(settings: Settings, db: Data
         assert "HANGO_MAX_MCP_SERVERS_PER_TENANT" in over.json["detail"]
         assert client.delete(f"/v1/mcp-servers/{names[0]}", headers=tenant.owner.headers).status_code == 204
         _add(client, tenant.owner, name=names[2], url=PUBLIC_URL)
+    finally:
+        _close(capped)
+
+
+def test_concurrent_additions_never_pass_the_quota_nor_share_a_name(
+    settings: Settings, db: Database, tenant: TenantFixture
+) -> None:
+    capped = _app(settings, db, max_mcp_servers_per_tenant=3)
+    try:
+        names = [f"race-{index % 5}-{uuid.uuid4().hex[:4]}" for index in range(5)] * 2  # each name twice
+        barrier = threading.Barrier(len(names))
+
+        def add(name: str) -> int:
+            client = capped.test_client()
+            barrier.wait()
+            response = client.post(
+                "/v1/mcp-servers", json={"name": name, "url": PUBLIC_URL}, headers=tenant.owner.headers
+            )
+            return response.status_code
+
+        with ThreadPoolExecutor(len(names)) as pool:
+            statuses = list(pool.map(add, names))
+        assert sorted(statuses) == [201] * 3 + [409] * 7
+        with db.transaction() as session:
+            stored = store.list_servers(session, tenant.id)
+        assert len(stored) == 3
+        assert len({row.name for row in stored}) == 3
     finally:
         _close(capped)
 
