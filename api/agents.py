@@ -10,6 +10,7 @@ from marshmallow import fields
 
 from hango.agent.config import AgentConfig
 from hango.agent.interrupts import effective_config
+from hango.agent.spec import AgentSpec
 from hango.api import examples
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
@@ -34,7 +35,9 @@ class Agent(AgentConfig):
     )
 
     def _effective(self, agent: AgentRow | agents.SavedAgent) -> dict[str, Any]:
-        return effective_config(self.get_attribute(agent, "interrupt_on", None))
+        row = agent.agent if isinstance(agent, agents.SavedAgent) else agent
+        mcp_defaults = agents.mcp_default_rules(services().runtime, row.tenant_id, AgentSpec.of_agent(row))
+        return effective_config(row.interrupt_on, mcp_defaults)
 
 
 AgentList = list_of(Agent, "AgentList")

@@ -46,6 +46,29 @@ class Reviewers(ma.Schema):
     users = fields.List(fields.UUID(), metadata={"description": "ids of users who may decide, whatever their role"})
 
 
+class McpAnnotations(ma.Schema):
+    readOnlyHint = fields.Boolean(metadata={"description": "the tool says it only reads"})
+    destructiveHint = fields.Boolean(metadata={"description": "the tool says it may destroy or overwrite"})
+    idempotentHint = fields.Boolean(metadata={"description": "the tool says a repeated call changes nothing more"})
+    openWorldHint = fields.Boolean(metadata={"description": "the tool says it reaches the world outside"})
+
+
+class McpTool(ma.Schema):
+    server = fields.String(required=True, metadata={"description": "the MCP server the tool comes from"})
+    tool = fields.String(required=True, metadata={"description": "the tool's own name on that server"})
+    title = fields.String(allow_none=True, required=True, metadata={"description": "the tool's title, if it has one"})
+    description = fields.String(required=True, metadata={"description": "what the server says the tool does"})
+    annotations = fields.Nested(
+        McpAnnotations,
+        required=True,
+        metadata={
+            "description": "the tool's annotations as the run pinned them: hints, believed for the default rule only "
+            "where the server is trusted"
+        },
+    )
+    trusted = fields.Boolean(required=True, metadata={"description": "whether the server was trusted when pinned"})
+
+
 class Approval(ma.Schema):
     id = fields.UUID(required=True, metadata={"description": "the approval's id"})
     run_id = fields.UUID(required=True, metadata={"description": "the run whose call waits"})
@@ -138,6 +161,21 @@ class Approval(ma.Schema):
         fields.Nested(ApprovalVote),
         required=True,
         metadata={"description": "a quorum's votes so far, oldest first (a reject's message is decision_message)"},
+    )
+    mcp = fields.Nested(
+        McpTool,
+        allow_none=True,
+        required=True,
+        metadata={"description": "an MCP call's server and tool, as the run pinned them; null for any other tool"},
+    )
+    definition_sha256 = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "an MCP call's tool definition digest (SHA-256 of the RFC 8785 canonical JSON of the "
+            "tool as its server listed it): an approved call is sent only while the server lists the same; null "
+            "for any other tool"
+        },
     )
 
 

@@ -330,13 +330,16 @@ def compile_rules(
     return {tool: _compiled(rule) for tool, rule in merged.items() if rule is not False}
 
 
-def rule_sets(agent: AgentSpec) -> list[tuple[str, dict[str, InterruptRule]]]:
+def rule_sets(
+    agent: AgentSpec, mcp_defaults: Mapping[str, Any] | None = None
+) -> list[tuple[str, dict[str, InterruptRule]]]:
     """Every set of rules an agent's loops apply, named for a reader: the agent's own, then each declared
-    subagent's own (a subagent without ``interrupt_on`` applies its parent's, one of these)."""
-    sets = [("the agent's rules", compile_rules(agent.interrupt_on))]
+    subagent's own (a subagent without ``interrupt_on`` applies its parent's, one of these), each with
+    ``mcp_defaults`` beneath its own entries."""
+    sets = [("the agent's rules", compile_rules(agent.interrupt_on, mcp_defaults))]
     for subagent in agent.subagents:
         if subagent.interrupt_on is not None:
-            sets.append((f"subagent {subagent.name}'s rules", compile_rules(subagent.interrupt_on)))
+            sets.append((f"subagent {subagent.name}'s rules", compile_rules(subagent.interrupt_on, mcp_defaults)))
     return sets
 
 

@@ -77,6 +77,10 @@ class AgentSpec:
         """An agent's configuration as it stands."""
         return cls.of_snapshot(snapshot(agent))
 
+    def all_tools(self) -> list[str]:
+        """Every tool name the agent and its subagents name, the agent's first."""
+        return [*self.tools, *(name for subagent in self.subagents for name in subagent.tools)]
+
     def subagent(self, name: str) -> SubagentSpec | None:
         """The declared subagent of that name, if any."""
         return next((item for item in self.subagents if item.name == name), None)

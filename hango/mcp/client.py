@@ -95,8 +95,29 @@ class McpClients:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sessions: dict[tuple[uuid.UUID, str], _Session] = {}
         self._opening: dict[tuple[uuid.UUID, str], asyncio.Future[_Session]] = {}
+        self._recent: dict[tuple[uuid.UUID, str], tuple[float, list[dict[str, Any]] | McpUnavailable]] = {}
 
     # The caller's side: synchronous, bounded.
+
+    def recent_tools(self, tenant_id: uuid.UUID, server: ServerSpec, max_age: float) -> list[dict[str, Any]]:
+        """:meth:`list_tools`, or its answer (a failure included) of less than ``max_age`` seconds ago: for what
+        only shows the tools (an agent's effective rules), never for what runs them.
+
+        Raises:
+            McpUnavailable: as :meth:`list_tools` did.
+        """
+        key = (tenant_id, server.identity())
+        kept = self._recent.get(key)
+        if kept is None or time.monotonic() - kept[0] > max_age:
+            try:
+                answer: list[dict[str, Any]] | McpUnavailable = self.list_tools(tenant_id, server)
+            except McpUnavailable as exc:
+                answer = exc
+            kept = (time.monotonic(), answer)
+            self._recent[key] = kept
+        if isinstance(kept[1], McpUnavailable):
+            raise kept[1]
+        return kept[1]
 
     def list_tools(self, tenant_id: uuid.UUID, server: ServerSpec) -> list[dict[str, Any]]:
         """The server's tools exactly as it lists them now (every member it sent, camelCase as on the wire).
@@ -118,25 +139,14 @@ class McpClients:
         idempotency_key: str | None = None,
     ) -> CallOutcome:
         """Call a tool; every failure (unavailable, crashed, timed out, malformed) is an error outcome."""
-        started = time.monotonic()
         try:
-            result = self._wait(
+            return self._wait(
                 self._call(tenant_id, server, tool, dict(arguments), timeout, idempotency_key),
                 timeout + self.settings.mcp_timeout.total_seconds() + _GRACE,
                 server.name,
             )
         except McpUnavailable as exc:
             return CallOutcome(f"{exc}", is_error=True)
-        log.info(
-            "mcp tool call",
-            extra={
-                "mcp_server": server.name,
-                "tool": tool,
-                "idempotency_key": idempotency_key,
-                "seconds": round(time.monotonic() - started, 3),
-            },
-        )
-        return result
 
     def close(self) -> None:
         """End every session (processes stopped) and the loop; for tests and a process's shutdown."""

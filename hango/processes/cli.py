@@ -24,15 +24,17 @@ if TYPE_CHECKING:
 
 def _settings(ctx: click.Context) -> Settings:
     """The server's settings, read from the environment by the first command that asks (a malformed one stops it
-    with one line), with logging configured by them."""
+    with one line, and so does a malformed ``HANGO_MCP_CONFIG`` file), with logging configured by them."""
     from hango.kernel.config import Settings
     from hango.kernel.errors import ConfigError
     from hango.kernel.logs import configure_logging
+    from hango.mcp.config import load_operator_servers
 
     root = ctx.find_root()
     if root.obj is None:
         try:
             root.obj = Settings.from_env(os.environ)
+            load_operator_servers(root.obj.mcp_config, os.environ)
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from exc
         configure_logging(root.obj.log_level)

@@ -15,6 +15,7 @@ under the old definition. An approved call carries its approval id as ``_meta["i
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -42,11 +43,6 @@ class PinFailed(HangoError):
     """A server the agent names could not be listed at the run's first step; the run fails with this message."""
 
 
-def named_tools(agent: AgentSpec) -> list[str]:
-    """Every tool name the agent and its subagents name."""
-    return [*agent.tools, *(name for subagent in agent.subagents for name in subagent.tools)]
-
-
 def pinned_tools(runtime: Runtime, run: Run, lease: Lease, agent: AgentSpec) -> dict[str, PinnedTool]:
     """The run's pinned MCP tools by hango name: those it stored, or, at its first step, those listed now and
     stored under its lease.
@@ -57,7 +53,7 @@ def pinned_tools(runtime: Runtime, run: Run, lease: Lease, agent: AgentSpec) -> 
     """
     if run.mcp_tools is not None:
         return pinned_of(run.mcp_tools)
-    names = named_tools(agent)
+    names = agent.all_tools()
     servers = servers_named(names)
     if not servers:
         return {}
@@ -116,6 +112,7 @@ class McpCalls:
         if _digest_of(current, pinned.name) != pinned.definition_sha256:
             self._drifted(pinned, context)
             raise ToolError(DRIFT_ERROR)
+        started = time.monotonic()
         outcome = runtime.mcp.call_tool(
             context.tenant_id,
             server,
@@ -123,6 +120,17 @@ class McpCalls:
             arguments,
             timeout=context.limits.timeout,
             idempotency_key=context.idempotency_key,
+        )
+        log.info(
+            "mcp tool call",
+            extra={
+                "mcp_server": pinned.server,
+                "tool": pinned.hango_name,
+                "tool_call_id": context.tool_call_id,
+                "approval_id": context.idempotency_key,
+                "is_error": outcome.is_error,
+                "seconds": round(time.monotonic() - started, 3),
+            },
         )
         if outcome.is_error:
             raise ToolError(outcome.text)

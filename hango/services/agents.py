@@ -20,7 +20,16 @@ from hango.agent.interrupts import (
     rule_warnings,
     validate_rules,
 )
-from hango.agent.mcp import MAX_TOOL_NAME, is_mcp_name, parse_name
+from hango.agent.mcp import (
+    MAX_TOOL_NAME,
+    WILDCARD,
+    PinnedTool,
+    default_rules,
+    is_mcp_name,
+    parse_name,
+    selects,
+    servers_named,
+)
 from hango.agent.models.factory import missing_sdk
 from hango.agent.spec import SNAPSHOT_FIELDS, AgentSpec
 from hango.agent.tools.base import ToolRegistry
@@ -28,7 +37,10 @@ from hango.kernel.auth import Principal
 from hango.kernel.errors import Conflict, FieldError, InvalidInput
 from hango.kernel.models import Agent
 from hango.kernel.pagination import Page, PageRequest
+from hango.mcp.client import McpUnavailable
 from hango.platform.db import Database
+from hango.platform.runtime import Runtime
+from hango.run.mcp_tools import find_server
 from hango.services.tenancy import require_manager
 from hango.store import agents as agent_store
 from hango.store import mcp_servers as server_store
@@ -203,3 +215,37 @@ def list_agents(db: Database, principal: Principal, page: PageRequest) -> Page[A
     """The tenant's agents, oldest first."""
     with db.transaction() as session:
         return agent_store.list_agents(session, principal.tenant_id, page)
+
+
+# How long an agent's shown rules may rely on a server's tool list (or its failure to answer).
+LISTING_MAX_AGE = 30.0
+
+
+def mcp_default_rules(runtime: Runtime, tenant_id: uuid.UUID, agent: AgentSpec) -> dict[str, Any]:
+    """The default rules of the MCP tools an agent names whose calls wait by default, by hango name, as its
+    ``effective_interrupt_on`` shows them.
+
+    An untrusted server's tools all wait, so naming them is enough; a trusted server's tools are listed (recently
+    listed will do) to see which say they only read. A server that cannot be listed shows every name the agent
+    gives it, its ``mcp__<server>__*`` included, as waiting: what a run will do is decided at its first step.
+    """
+    names = agent.all_tools()
+    rules: dict[str, Any] = {}
+    for server in servers_named(names):
+        given = [name for name in names if (parsed := parse_name(name)) is not None and parsed.server == server]
+        spec = find_server(runtime, tenant_id, server)
+        if spec is not None and (spec.trusted or any(name.endswith(f"__{WILDCARD}") for name in given)):
+            try:
+                listed = runtime.mcp.recent_tools(tenant_id, spec, LISTING_MAX_AGE)
+            except McpUnavailable:
+                pass
+            else:
+                pinned = [PinnedTool.of_listing(server, tool, trusted=spec.trusted) for tool in listed]
+                rules |= default_rules(tool for tool in pinned if selects(names, tool.hango_name))
+                continue
+        reason = "is not trusted" if spec is not None and not spec.trusted else "could not be listed"
+        rules |= {
+            name: {"description": f"Calls to tools of MCP server {server} need a reviewer: the server {reason}."}
+            for name in given
+        }
+    return rules

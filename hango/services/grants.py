@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from hango.agent.grant_terms import ttl_errors, when_errors
 from hango.agent.interrupts import InterruptRule, is_reviewer, rule_sets
+from hango.agent.mcp import is_mcp_name
 from hango.agent.spec import AgentSpec
 from hango.kernel.auth import Principal
 from hango.kernel.config import Settings, parse_duration
@@ -111,7 +112,10 @@ def never_applies(principal: Principal, agent: AgentSpec, tool_name: str) -> str
     any. The agent's rules and each subagent's own are looked at; a tool no rule interrupts never needs a grant.
     """
     reasons: list[str] = []
-    for place, rules in rule_sets(agent):
+    # An MCP tool's calls wait by default unless its server is trusted and the tool read-only, which only its
+    # listing tells: judged as waiting, a grant of it is refused only where the agent's own rules say so.
+    mcp_defaults: dict[str, Any] | None = {tool_name: {}} if is_mcp_name(tool_name) else None
+    for place, rules in rule_sets(agent, mcp_defaults):
         reason = _refusal(principal, rules.get(tool_name))
         if reason is None:
             return None

@@ -54,7 +54,16 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
         "reviewers": row.reviewers,
         "approvals_required": row.approvals_required or 1,
         "votes": [vote_json(vote) for vote in row.votes] if (row.approvals_required or 1) > 1 else [],
+        # An MCP call's server and tool as pinned (title, description, annotations); null for any other tool.
+        "mcp": _mcp_shown(row.mcp),
+        "definition_sha256": row.mcp.get("definition_sha256") if row.mcp else None,
     }
+
+
+def _mcp_shown(mcp: dict[str, Any] | None) -> dict[str, Any] | None:
+    if mcp is None:
+        return None
+    return {key: mcp.get(key) for key in ("server", "tool", "title", "description", "annotations", "trusted")}
 
 
 def vote_json(vote: ApprovalVote) -> dict[str, Any]:
@@ -85,6 +94,7 @@ def requested_event(row: PendingApproval) -> dict[str, Any]:
         "arguments_sha256": sha256_hex(row.arguments),
         "allowed_decisions": list(row.allowed_decisions),
         "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
+        "definition_sha256": row.mcp.get("definition_sha256") if row.mcp else None,
     }
 
 
@@ -319,6 +329,7 @@ _PENDING_COLUMNS = (
     "expires_at",
     "on_expiry",
     "description",
+    "mcp",
 )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from opentelemetry.trace import SpanKind
 
+from hango.agent.mcp import parse_name
 from hango.agent.messages import AssistantTurn, ToolCall, ToolResult
 from hango.agent.middleware.base import LoopScope, Middleware, ModelCall, ModelHandler, ToolCallRequest, ToolHandler
 from hango.agent.state import AwaitingApproval, Outcome
@@ -80,11 +81,17 @@ class Tracing(Middleware):
 
 
 def _tool(call: ToolCall, run_id: uuid.UUID) -> dict[str, Any]:
-    return {
+    attributes = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": call.name,
-        # Every hango tool is a function the agent's own process runs (no provider-side extension or datastore).
+        # Every hango tool is a function the agent's own process runs (no provider-side extension or datastore); an
+        # MCP tool is a function on its server, named below.
         "gen_ai.tool.type": "function",
         "gen_ai.tool.call.id": call.id,
         "hango.run.id": str(run_id),
     }
+    mcp = parse_name(call.name)
+    if mcp is not None:
+        attributes["hango.mcp.server"] = mcp.server
+        attributes["hango.mcp.tool"] = mcp.tool
+    return attributes
