@@ -64,8 +64,10 @@ def mcp_tools(name: str, url: str, token: str, as_json: bool) -> None:
     click.echo(table(("TOOL", "ANNOTATIONS", "TITLE"), (_tool_row(tool) for tool in tools)))
     destructive = sum(1 for tool in tools if _destructive(tool))
     if destructive:
-        noun = "tool says it" if destructive == 1 else "tools say they"
-        click.echo(f"{destructive} {noun} may destroy or overwrite data (DESTRUCTIVE): review their calls with care")
+        click.echo(
+            f"DESTRUCTIVE: the server says {destructive} of these tools may delete or overwrite data; review their "
+            "calls with care"
+        )
 
 
 def _tool_row(tool: McpTool) -> tuple[str, ...]:
