@@ -143,7 +143,7 @@ class McpServer(ma.Schema):
     updated_at = fields.DateTime(metadata={"description": "tenant servers only: when it was last replaced"})
 
 
-class McpTool(ma.Schema):
+class McpServerTool(ma.Schema):
     name = fields.String(required=True, metadata={"description": "the tool's name, as its server knows it"})
     hango_name = fields.String(
         required=True, metadata={"description": "mcp__<server>__<tool>: how agents' tools and rules name it"}
@@ -288,7 +288,7 @@ def delete_server(name: str) -> None:
 @blp.route("/mcp-servers/<name>/tools", methods=["GET"])
 @blp.arguments(NoQuery, location="query")
 @blp.problems(404, 502)
-@blp.response(200, McpTool(many=True), example=examples.MCP_TOOLS)
+@blp.response(200, McpServerTool(many=True), example=examples.MCP_TOOLS)
 @blp.doc(responses={"502": refusal(502, UNAVAILABLE)})
 def list_tools(args: dict[str, Any], name: str) -> list[dict[str, Any]]:
     """The server's tools as it lists them now (everyone in the tenant).

@@ -28,7 +28,7 @@ from hango.client.types import (
     Grant,
     IssuedToken,
     McpServer,
-    McpTool,
+    McpServerTool,
     Me,
     Message,
     Page,
@@ -396,9 +396,9 @@ class Client:
         """Remove a tenant server (a 409 problem while an agent names it)."""
         self._request("DELETE", f"/v1/mcp-servers/{_segment(name)}")
 
-    def mcp_server_tools(self, name: str) -> list[McpTool]:
+    def mcp_server_tools(self, name: str) -> list[McpServerTool]:
         """The server's tools as it lists them now (a 502 ``mcp-unavailable`` problem when it does not answer)."""
-        return cast(list[McpTool], self._request("GET", f"/v1/mcp-servers/{_segment(name)}/tools"))
+        return cast(list[McpServerTool], self._request("GET", f"/v1/mcp-servers/{_segment(name)}/tools"))
 
     # Audit.
 

@@ -305,7 +305,7 @@ class McpServer(TypedDict, total=False):
     updated_at: str
 
 
-class McpTool(TypedDict):
+class McpServerTool(TypedDict):
     """One tool of an MCP server as the server lists it now, as a run would pin it."""
 
     name: str  # as the server knows it

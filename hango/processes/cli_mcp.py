@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from hango.agent.mcp import annotation_words
-from hango.client import McpServer, McpTool
+from hango.client import McpServer, McpServerTool
 from hango.processes.cli_remote import connected, connection_options, emit_json_lines, table
 
 
@@ -70,10 +70,10 @@ def mcp_tools(name: str, url: str, token: str, as_json: bool) -> None:
         )
 
 
-def _tool_row(tool: McpTool) -> tuple[str, ...]:
+def _tool_row(tool: McpServerTool) -> tuple[str, ...]:
     words = ["DESTRUCTIVE" if word == "destructive" else word for word in annotation_words(tool["annotations"])]
     return (tool["hango_name"], ", ".join(words) or "-", tool["title"] or "-")
 
 
-def _destructive(tool: McpTool) -> bool:
+def _destructive(tool: McpServerTool) -> bool:
     return tool["annotations"].get("destructiveHint") is True
