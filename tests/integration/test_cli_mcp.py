@@ -14,6 +14,7 @@ import pytest
 from hango.kernel.config import Settings
 from hango.processes.cli_remote import table
 from tests.integration.conftest import Person, TenantFixture
+from tests.support.mcp import http_server
 from tests.support.mcp_keyed import KeyedServer, keyed_mcp_server
 from tests.support.processes import HANGO, api_server, settings_env
 
@@ -83,30 +84,35 @@ def test_mcp_list_prints_the_operators_servers_then_the_tenants(
     assert KEY not in listed.stdout + as_json.stdout
 
 
-def test_mcp_tools_prints_hango_names_titles_and_annotations_marking_a_destructive_tool(
-    hango: Any, base: str, tenant: TenantFixture, docs: KeyedServer
+@pytest.fixture(scope="module")
+def annotated() -> Iterator[str]:
+    """The shared test server whose tools carry every combination of annotations the default rule reads."""
+    with http_server("annotated") as url:
+        yield url
+
+
+def test_mcp_tools_prints_hango_names_annotations_and_titles_marking_a_destructive_tool(
+    hango: Any, base: str, tenant: TenantFixture, annotated: str
 ) -> None:
-    name = f"docs-{uuid.uuid4().hex[:6]}"
-    _add_server(base, tenant.owner, name, docs.url, {"X-Api-Key": KEY})
+    name = f"notes-{uuid.uuid4().hex[:6]}"
+    _add_server(base, tenant.owner, name, annotated, {})
 
     shown = hango(tenant.add("member"), "mcp", "tools", name)
     assert shown.returncode == 0, shown.stderr
-    lines = shown.stdout.splitlines()
-    assert lines[0].split() == ["TOOL", "ANNOTATIONS", "TITLE"]
-    by_tool = {line.split()[0]: line for line in lines[1:4]}
-    assert set(by_tool) == {f"mcp__{name}__search", f"mcp__{name}__drop", f"mcp__{name}__plain"}
-    assert "read-only" in by_tool[f"mcp__{name}__search"]
-    assert "Search the docs" in by_tool[f"mcp__{name}__search"]
-    assert "DESTRUCTIVE, open-world" in by_tool[f"mcp__{name}__drop"]
-    assert by_tool[f"mcp__{name}__plain"].split()[1:] == ["-", "-"]
-    assert lines[4] == (
-        "DESTRUCTIVE: the server says 1 of these tools may delete or overwrite data; review their calls with care"
-    )
+    rows = [
+        (f"mcp__{name}__peek", "read-only", "-"),
+        (f"mcp__{name}__poke", "DESTRUCTIVE", "-"),
+        (f"mcp__{name}__plain", "-", "-"),
+        (f"mcp__{name}__hinted", "idempotent, open-world", "-"),
+        (f"mcp__{name}__titled", "read-only, idempotent", "Look it up"),
+    ]
+    warning = "DESTRUCTIVE: the server says 1 of these tools may delete or overwrite data; review their calls with care"
+    assert shown.stdout == table(("TOOL", "ANNOTATIONS", "TITLE"), rows) + "\n" + warning + "\n"
 
     as_json = hango(tenant.owner, "mcp", "tools", name, "--json")
     assert as_json.returncode == 0, as_json.stderr
     tools = [json.loads(line) for line in as_json.stdout.splitlines()]
-    assert sorted(tool["hango_name"] for tool in tools) == sorted(by_tool)
+    assert [tool["hango_name"] for tool in tools] == [row[0] for row in rows]
     assert all(len(tool["definition_sha256"]) == 64 for tool in tools)
 
 
