@@ -328,7 +328,7 @@ DELIVERIES = page(DELIVERY)
 MCP_SERVER_CREATE: Json = {
     "name": "docs",
     "url": "https://mcp.docs.example.com/mcp",
-    "headers": {"X-Api-Key": "dk_live_7Qm2xV9pT4"},
+    "headers": {"X-Api-Key": "YOUR-DOCS-API-KEY"},
     "trusted": True,
     "description": "The product documentation: search and read pages.",
 }
