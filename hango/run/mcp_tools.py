@@ -26,6 +26,7 @@ from hango.agent.spec import AgentSpec
 from hango.agent.tools.base import ToolContext, ToolError
 from hango.kernel.errors import HangoError
 from hango.kernel.models import Run
+from hango.kernel.secret_box import SecretBox
 from hango.mcp.client import McpUnavailable
 from hango.mcp.config import ServerSpec
 from hango.platform.runtime import Runtime
@@ -85,11 +86,11 @@ def _listed(runtime: Runtime, tenant_id: uuid.UUID, server: str) -> list[PinnedT
 
 def find_server(runtime: Runtime, tenant_id: uuid.UUID, name: str) -> ServerSpec | None:
     """The server of that name as configured now: the operator's, else the tenant's."""
-    operator = runtime.mcp.operator.get(name)
-    if operator is not None:
-        return operator
+    if name in runtime.mcp.operator:
+        return runtime.mcp.operator[name]
     with runtime.db.transaction() as session:
-        return server_store.find_tenant_server(session, tenant_id, name, runtime.settings)
+        box = SecretBox(runtime.settings.webhook_secret_keys)
+        return server_store.find_server(session, tenant_id, name, runtime.mcp.operator, box)
 
 
 class McpCalls:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from hango.agent.interrupts import (
     MAX_RULE_TTL,
@@ -56,22 +57,31 @@ class SavedAgent:
     warnings: list[RuleWarning]
 
 
-def check_references(config: dict[str, Any], tools: ToolRegistry, servers: Collection[str] = ()) -> None:
+def check_references(
+    config: dict[str, Any], tools: ToolRegistry, servers: Collection[str] = (), *, only_servers: bool = False
+) -> None:
     """Every tool an agent or subagent names must be registered, or be a tool of a configured MCP server
     (``servers``, the operator's and the tenant's), and every model's SDK installed here: each unknown tool or
-    server and each provider whose SDK is missing is a 400 naming the field (and the extra to install)."""
-    errors = _tool_errors(config, tools, servers) + _model_errors(config)
+    server and each provider whose SDK is missing is a 400 naming the field (and the extra to install).
+    ``only_servers`` checks the MCP names alone."""
+    errors = _tool_errors(config, tools, servers, only_servers)
+    if not only_servers:
+        errors += _model_errors(config)
     if errors:
         raise InvalidInput.of(errors)
 
 
-def _tool_errors(config: dict[str, Any], tools: ToolRegistry, servers: Collection[str]) -> list[FieldError]:
+def _tool_errors(
+    config: dict[str, Any], tools: ToolRegistry, servers: Collection[str], only_servers: bool
+) -> list[FieldError]:
     named = [(f"tools[{index}]", name) for index, name in enumerate(config.get("tools", []))]
     for sub_index, subagent in enumerate(config.get("subagents", [])):
         named += [(f"subagents[{sub_index}].tools[{index}]", name) for index, name in enumerate(subagent["tools"])]
     known = tools.names()
     errors = []
     for field, name in named:
+        if only_servers and not is_mcp_name(name):
+            continue
         problem = _tool_problem(name, known, servers)
         if problem is not None:
             errors.append(FieldError(field, problem))
@@ -91,10 +101,28 @@ def _tool_problem(name: str, known: Collection[str], servers: Collection[str]) -
     return None
 
 
-def known_servers(db: Database, operator: Collection[str], tenant_id: uuid.UUID) -> set[str]:
-    """The MCP servers an agent of this tenant may name: the operator's and the tenant's own."""
+def known_servers(db: Database, tenant_id: uuid.UUID, config: dict[str, Any], operator: Collection[str]) -> set[str]:
+    """The servers the configuration may name as things stand: the operator's, and those of the tenant's it names
+    (:func:`check_servers` asks again, holding them, in the transaction that saves the agent)."""
     with db.transaction() as session:
-        return set(operator) | set(server_store.server_names(session, tenant_id))
+        return set(operator) | server_store.existing_names(session, tenant_id, _tenant_servers(config, operator))
+
+
+def _tenant_servers(config: dict[str, Any], operator: Collection[str]) -> set[str]:
+    return set(servers_named(AgentSpec.of_snapshot(config).all_tools())) - set(operator)
+
+
+def check_servers(session: Session, tenant_id: uuid.UUID, config: dict[str, Any], operator: Collection[str]) -> None:
+    """Every MCP server the configuration names must be the operator's or the tenant's; the tenant's are held
+    ``FOR SHARE`` until the agent is saved, so a deletion of one cannot slip in between (it waits, then sees the
+    agent and refuses).
+
+    Raises:
+        InvalidInput: naming each ``tools`` entry whose server is unknown.
+    """
+    named = _tenant_servers(config, operator)
+    known = set(operator) | server_store.existing_names(session, tenant_id, named, share=True)
+    check_references(config, ToolRegistry(), known, only_servers=True)
 
 
 def _model_errors(config: dict[str, Any]) -> list[FieldError]:
@@ -161,11 +189,12 @@ def create_agent(
 ) -> SavedAgent:
     """Create an agent from a validated configuration."""
     require_manager(principal)
-    check_references(config, tools, known_servers(db, operator_servers, principal.tenant_id))
+    check_references(config, tools, known_servers(db, principal.tenant_id, config, operator_servers))
     config = check_interrupts(config, max_ttl)
     agent = Agent(id=uuid.uuid4(), tenant_id=principal.tenant_id, created_by=principal.user_id, **config)
     try:
         with db.transaction() as session:
+            check_servers(session, principal.tenant_id, config, operator_servers)
             session.add(agent)
             session.flush()
     except IntegrityError as exc:
@@ -185,11 +214,12 @@ def replace_agent(
 ) -> SavedAgent:
     """Replace an agent's whole configuration; runs already created keep their snapshot."""
     require_manager(principal)
-    check_references(config, tools, known_servers(db, operator_servers, principal.tenant_id))
+    check_references(config, tools, known_servers(db, principal.tenant_id, config, operator_servers))
     config = check_interrupts(config, max_ttl)
     try:
         with db.transaction() as session:
             agent = agent_store.get_agent(session, principal.tenant_id, agent_id, for_update=True)
+            check_servers(session, principal.tenant_id, config, operator_servers)
             for field in SNAPSHOT_FIELDS:
                 setattr(agent, field, config[field])
             agent.updated_at = datetime.now(UTC)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from sqlalchemy import String, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from hango.agent.mcp import PREFIX, SEPARATOR, servers_named
-from hango.kernel.config import Settings
 from hango.kernel.errors import NotFound
 from hango.kernel.models import Agent, McpServer, Tenant
 from hango.kernel.secret_box import SecretBox
@@ -49,15 +48,14 @@ def spec_of(row: McpServer, box: SecretBox) -> ServerSpec:
     )
 
 
-def find_tenant_server(session: Session, tenant_id: uuid.UUID, name: str, settings: Settings) -> ServerSpec | None:
-    """The tenant's server of that name, ready to connect to; ``None`` when it has none."""
-    row = find(session, tenant_id, name)
-    return None if row is None else spec_of(row, SecretBox(settings.webhook_secret_keys))
-
-
-def server_names(session: Session, tenant_id: uuid.UUID) -> list[str]:
-    """The names of the tenant's servers."""
-    return list(session.scalars(select(McpServer.name).where(McpServer.tenant_id == tenant_id)))
+def existing_names(session: Session, tenant_id: uuid.UUID, names: Collection[str], *, share: bool = False) -> set[str]:
+    """Which of ``names`` the tenant's servers bear. With ``share`` their rows are held ``FOR SHARE`` until the
+    transaction ends: an agent saved naming them waits for, or holds off, their deletion (which locks the row for
+    update)."""
+    if not names:
+        return set()
+    statement = select(McpServer.name).where(McpServer.tenant_id == tenant_id, McpServer.name.in_(list(names)))
+    return set(session.scalars(statement.with_for_update(read=True) if share else statement))
 
 
 def lock_tenant(session: Session, tenant_id: uuid.UUID) -> None:

@@ -468,6 +468,41 @@ def test_a_server_an_agent_names_cannot_be_deleted_until_no_agent_names_it(
     assert api.delete(f"/v1/mcp-servers/{longer}", headers=tenant.owner.headers).status_code == 409
 
 
+def test_an_agent_saved_while_its_server_is_deleted_never_names_a_server_that_is_gone(
+    api: FlaskClient, tenant: TenantFixture, db: Database, settings: Settings
+) -> None:
+    app = _app(settings, db)
+    try:
+        for _ in range(8):
+            name = _name()
+            _add(api, tenant.owner, name=name, url=PUBLIC_URL)
+            barrier = threading.Barrier(2)
+            body = {
+                "name": f"agent-{uuid.uuid4().hex[:8]}",
+                "model": {"provider": "scripted", "script": []},
+                "tools": [f"mcp__{name}__search"],
+            }
+
+            def save(body: dict[str, Any] = body, barrier: threading.Barrier = barrier) -> int:
+                client = app.test_client()
+                barrier.wait()
+                return client.post("/v1/agents", json=body, headers=tenant.owner.headers).status_code
+
+            def delete(name: str = name, barrier: threading.Barrier = barrier) -> int:
+                client = app.test_client()
+                barrier.wait()
+                return client.delete(f"/v1/mcp-servers/{name}", headers=tenant.owner.headers).status_code
+
+            with ThreadPoolExecutor(2) as pool:
+                saved, deleted = pool.submit(save), pool.submit(delete)
+                outcome = (saved.result(), deleted.result())
+            # Either the agent was saved first and the deletion refused, or the server went first and the agent
+            # was refused: never both through.
+            assert outcome in {(201, 409), (400, 204)}, outcome
+    finally:
+        _close(app)
+
+
 # Tools.
 
 

@@ -18,7 +18,6 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from hango.kernel.auth import Principal
-from hango.kernel.config import Settings
 from hango.kernel.errors import Forbidden, NotFound
 from hango.kernel.models import (
     Agent,
@@ -35,6 +34,7 @@ from hango.kernel.models import (
     WebhookDelivery,
 )
 from hango.kernel.pagination import PageRequest
+from hango.kernel.secret_box import SecretBox
 from hango.platform.db import Database
 from hango.services import audit, tenancy
 from hango.services.tenancy import require_manager
@@ -367,12 +367,12 @@ def case_mcp_servers(world: World) -> Reader:
         headers="plain:{}",
     )
     _seed(world, server)
-    settings = Settings()
+    box = SecretBox(())
 
     def read(session: Session, principal: Principal) -> bool:
         # Everyone in the tenant reads its servers (api.md); the worker finds them by name for the run's tenant.
         listed = any(row.id == server.id for row in mcp_servers.list_servers(session, principal.tenant_id))
-        found = mcp_servers.find_tenant_server(session, principal.tenant_id, name, settings) is not None
+        found = mcp_servers.find_server(session, principal.tenant_id, name, {}, box) is not None
         assert listed == found == (mcp_servers.find(session, principal.tenant_id, name) is not None)
         return found
 
