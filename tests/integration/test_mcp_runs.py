@@ -304,3 +304,21 @@ def test_a_call_that_hangs_is_an_error_result_at_the_tool_timeout_and_the_run_an
             assert result["is_error"] is True
             assert "mcp__hang__hang" not in result["content"]
             assert "hang of server hang did not answer within" in result["content"]
+
+
+def test_an_edit_is_checked_against_the_pinned_input_schema_and_a_bad_one_is_a_400_naming_the_field(
+    mcp: Fixture, tenant: TenantFixture
+) -> None:
+    script = [{"tool_calls": [_call("e", "poke", name="e.md", text="model's")]}, {"text": "done"}]
+    agent_id = create_agent(mcp.client, tenant.owner, script, tools=["mcp__notes__poke"])
+    run_id = start_run(mcp.client, tenant.owner, agent_id)
+    wait_for_state(mcp.client, tenant.owner, run_id, {"awaiting_approval"})
+    bad = {"tool_call_id": "e", "decision": "edit", "args": {"name": "e.md", "text": 5}}
+    refused = decide(mcp.client, tenant.owner, run_id, bad)
+    assert refused.status_code == 400
+    assert "text" in json.dumps(refused.json["errors"])
+    good = {"tool_call_id": "e", "decision": "edit", "args": {"name": "e.md", "text": "reviewer's"}}
+    assert decide(mcp.client, tenant.owner, run_id, good).status_code == 200
+    assert wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    assert (mcp.notes / "e.md").read_text() == "reviewer's"
+    assert [call["arguments"]["text"] for call in mcp.calls("e.md")] == ["reviewer's"]
