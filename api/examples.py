@@ -186,6 +186,8 @@ APPROVAL: Json = {
     "reviewers": MEMORY_RULE["reviewers"],
     "approvals_required": 1,
     "votes": [],
+    "mcp": None,
+    "definition_sha256": None,
 }
 APPROVALS = page(APPROVAL)
 DECISIONS: dict[str, Json] = {

@@ -72,7 +72,6 @@ def test_a_card_shows_the_server_tool_and_annotations_marks_it_destructive_and_a
     expect(facts.locator('[data-field="hints"]')).to_have_count(0)
     # The digest is for the approval's own page.
     expect(card.locator('[data-field="definition"]')).to_have_count(0)
-    shot(page, "inbox-mcp.png")
 
     card.get_by_role("button", name="Approve").click()
     expect(card).to_have_count(0, timeout=LIVE)

@@ -73,7 +73,8 @@ def test_show_marks_an_untrusted_servers_annotations_as_hints_and_prints_its_tex
     assert "mcp server:        scribe (untrusted)" in shown
     assert f"mcp tool:          {HOSTILE_TITLE} (poke)" in shown
     assert "annotations:       DESTRUCTIVE (hints from an untrusted server)" in shown
-    # The server's escape sequence is written out, never sent to the terminal as it came.
+    # The server's escape sequence is written out, never sent to the terminal as it came (click strips some escape
+    # sequences when its output is not a terminal: the line below is what proves it).
     assert "\x1b" not in done.stdout
     assert """description:       Write a note. <img src=x onerror="document.title='pwned'">\\x1b[2J""" in shown
 
