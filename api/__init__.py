@@ -18,6 +18,7 @@ from hango.api import (
     files,
     grants,
     inbox,
+    mcp_servers,
     metrics,
     ops,
     outages,
@@ -44,6 +45,7 @@ _BLUEPRINTS = (
     approvals.blp,
     audit_events.blp,
     webhooks.blp,
+    mcp_servers.blp,
     grants.blp,
     tenant.blp,
 )

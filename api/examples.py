@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from hango.agent.interrupts import effective_config, rule_warnings
+from hango.agent.mcp import definition_sha256
 from hango.agent.spec import AgentSpec
 from hango.kernel.canonical import sha256_hex
 
@@ -324,6 +325,55 @@ DELIVERY: Json = {
     "delivered_at": None,
 }
 DELIVERIES = page(DELIVERY)
+
+# MCP servers.
+MCP_SERVER_CREATE: Json = {
+    "name": "docs",
+    "url": "https://mcp.docs.example.com/mcp",
+    "headers": {"X-Api-Key": "YOUR-DOCS-API-KEY"},
+    "trusted": True,
+    "description": "The product documentation: search and read pages.",
+}
+MCP_SERVER_UPDATE: Json = {key: value for key, value in MCP_SERVER_CREATE.items() if key != "headers"}
+MCP_SERVER: Json = {
+    "name": "docs",
+    "scope": "tenant",
+    "transport": "streamable_http",
+    "trusted": True,
+    "description": MCP_SERVER_CREATE["description"],
+    "url": MCP_SERVER_CREATE["url"],
+    "created_by": OWNER_ID,
+    "created_at": "2025-03-03T08:40:00Z",
+    "updated_at": "2025-03-03T08:40:00Z",
+}
+MCP_SERVERS = page(
+    {
+        "name": "git",
+        "scope": "operator",
+        "transport": "stdio",
+        "trusted": True,
+        "description": "The team's repositories, read-only.",
+    },
+    MCP_SERVER,
+)
+_SEARCH_TOOL: Json = {
+    "name": "search",
+    "title": "Search the docs",
+    "description": "Full-text search over the documentation; returns page paths and snippets.",
+    "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    "annotations": {"readOnlyHint": True, "openWorldHint": False},
+}
+MCP_TOOLS: list[Json] = [
+    {
+        "name": _SEARCH_TOOL["name"],
+        "hango_name": "mcp__docs__search",
+        "title": _SEARCH_TOOL["title"],
+        "description": _SEARCH_TOOL["description"],
+        "input_schema": _SEARCH_TOOL["inputSchema"],
+        "annotations": _SEARCH_TOOL["annotations"],
+        "definition_sha256": definition_sha256(_SEARCH_TOOL),
+    }
+]
 
 # Grants.
 GRANT_CREATE: Json = {

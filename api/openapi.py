@@ -30,6 +30,7 @@ from hango.agent.interrupts import (
 )
 from hango.api.decision_requests import DecisionSchema, RememberSchema
 from hango.api.grants import GrantCreate
+from hango.api.mcp_servers import McpServerCreate, McpServerUpdate
 from hango.api.patterns import NOT_BLANK, duration_pattern
 from hango.api.runs import RunCreate
 from hango.api.webhooks import WebhookCreate
@@ -52,6 +53,7 @@ PATH_PARAMETERS = {
     "approval_id": "the approval's id",
     "delivery_id": "the delivery's id, one of this webhook's",
     "grant_id": "the grant's id",
+    "name": "the MCP server's name ([a-z0-9-]{1,32}); any other is a 404",
     "path": "the file's path without its leading / (memories/AGENTS.md for /memories/AGENTS.md); only files under "
     "/memories/ and /skills/ are served, any other path is a 404",
     "run_id": "the run's id",
@@ -190,6 +192,8 @@ class Rules(BasePlugin):
             RunCreate: _run,
             GrantCreate: self._grant,
             WebhookCreate: self._webhook,
+            McpServerCreate: self._mcp_server,
+            McpServerUpdate: self._mcp_server,
         }
 
     def init_spec(self, spec: APISpec) -> None:
@@ -245,7 +249,16 @@ class Rules(BasePlugin):
         properties["run_id"]["description"] = "only this run, which must be one of the agent's (400 otherwise)"
 
     def _webhook(self, definition: JsonSchema) -> None:
-        definition["properties"]["url"] = _url(self._settings.webhook_max_url_length)
+        definition["properties"]["url"] = _url(
+            self._settings.webhook_max_url_length, "HANGO_WEBHOOK_ALLOW_PRIVATE_URLS"
+        )
+
+    def _mcp_server(self, definition: JsonSchema) -> None:
+        url = _url(self._settings.mcp_max_url_length, "HANGO_MCP_ALLOW_PRIVATE_URLS")
+        definition["properties"]["url"] = {
+            **url,
+            "description": f"the server's streamable HTTP endpoint: {url['description']}",
+        }
 
     def _remember(self, definition: JsonSchema) -> None:
         properties = definition["properties"]
@@ -308,7 +321,7 @@ def _run(definition: JsonSchema) -> None:
     definition["oneOf"] = [{"title": "input", "required": ["input"]}, {"title": "messages", "required": ["messages"]}]
 
 
-def _url(max_length: int) -> JsonSchema:
+def _url(max_length: int, allow_private: str) -> JsonSchema:
     # The host is a name, an IPv4 address or a bracketed IPv6 one; no credentials; a port from 1 to 65535.
     port = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
     host = r"(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+\])"
@@ -316,6 +329,6 @@ def _url(max_length: int) -> JsonSchema:
         "type": "string",
         "maxLength": max_length,
         "pattern": f"^[Hh][Tt][Tt][Pp][Ss]?://{host}(?::{port})?(?:[/?#].*)?$",
-        "description": "an https URL; plain http only to a private address, when HANGO_WEBHOOK_ALLOW_PRIVATE_URLS "
-        "allows those. The name must resolve, and to public addresses unless private ones are allowed (400).",
+        "description": f"an https URL; plain http only to a private address, when {allow_private} allows those. "
+        "The name must resolve, and to public addresses unless private ones are allowed (400).",
     }

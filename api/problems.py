@@ -26,6 +26,7 @@ from hango.kernel.errors import (
     Unauthorized,
     Unavailable,
 )
+from hango.mcp.client import McpUnavailable
 
 PROBLEM = "urn:hango:problem:"
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ _DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
     (TooManyStreams, 429, "Too many streams"),
     (StreamCapacityFull, 503, "Stream capacity full"),
     (Unavailable, 503, "Service unavailable"),
+    (McpUnavailable, 502, "MCP server unavailable"),
 ]
 
 
@@ -64,6 +66,7 @@ _KINDS: dict[type[HangoError], str] = {
     TooManyStreams: "too-many-streams",
     StreamCapacityFull: "stream-capacity-full",
     Unavailable: "unavailable",
+    McpUnavailable: "mcp-unavailable",
 }
 
 
@@ -97,6 +100,8 @@ def domain_problem(error: HangoError) -> Response:
                 extra["remaining"] = error.remaining
             if isinstance(error, Unavailable) and error.checks is not None:
                 extra["checks"] = error.checks
+            if isinstance(error, McpUnavailable):
+                extra["server"] = error.server
             response = problem(status, title, str(error), kind=_kind(error), **extra)
             if isinstance(error, RetryLater):
                 response.headers["Retry-After"] = str(error.retry_after)

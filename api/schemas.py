@@ -96,7 +96,8 @@ class Problem(ma.Schema):
         metadata={
             "description": "urn:hango:problem:<kind>, the kind of problem a client branches on: validation, "
             "unauthorized, forbidden, not-found, conflict, partial-decision, not-awaiting-approval, stale-approval, "
-            "already-voted, payload-too-large, too-many-streams, stream-capacity-full, unavailable or internal"
+            "already-voted, payload-too-large, too-many-streams, stream-capacity-full, unavailable, mcp-unavailable or "
+            "internal"
         },
     )
     title = fields.String(required=True, metadata={"description": "a short, fixed summary of the kind, e.g. Not found"})
@@ -107,6 +108,9 @@ class Problem(ma.Schema):
     errors = fields.List(
         fields.Nested(FieldProblem),
         metadata={"description": "400 only: every invalid field of the request, each with its own message"},
+    )
+    server = fields.String(
+        metadata={"description": "502 mcp-unavailable only: the name of the MCP server that did not answer"}
     )
 
 
@@ -122,6 +126,8 @@ PROBLEM_STATUSES: dict[int, str] = {
     "…:partial-decision with remaining).",
     413: "The body is over HANGO_MAX_BODY_BYTES (urn:hango:problem:payload-too-large).",
     415: "The body is not application/json (urn:hango:problem:validation).",
+    502: "An MCP server did not answer within HANGO_MCP_TIMEOUT, refused, or answered wrongly; server names it "
+    "(urn:hango:problem:mcp-unavailable).",
     500: "An unexpected failure; it is logged and nothing about it is revealed (urn:hango:problem:internal).",
 }
 

@@ -10,7 +10,9 @@
 #   2. Programs the tests need beyond Python packages: promtool (the alerting rules' tests), taken from PATH or
 #      .venv/bin, else extracted into .venv/bin from Debian's prometheus package (`apt-get download`, so nothing is
 #      installed system-wide and no Prometheus server gets started) and kept in ~/.cache/hango for other clones; Debian's chromium (the inbox's browser tests),
-#      installed with apt-get when /usr/bin/chromium is missing.
+#      installed with apt-get when /usr/bin/chromium is missing; real third-party MCP servers (npm packages and a venv
+#      of mcp-server-git, pinned in tests/support/), installed into ~/.cache/hango/mcp by
+#      tests/support/mcp_third_party.py when missing or when their pins changed.
 #   3. PostgreSQL and Redis started when they are installed but down (deploy/local-services.sh), unless
 #      HANGO_TEST_ADMIN_URL / HANGO_TEST_REDIS_URL point the tests elsewhere.
 # Whatever the tests and their processes write to a temporary folder (pytest's tmp_path, process logs, Celery beat
@@ -133,6 +135,11 @@ if [ ! -x /usr/bin/chromium ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || { echo "error: apt-get install chromium failed: $chromium_hint" >&2; exit 1; }
   fi
 fi
+
+# Third-party MCP servers for the MCP tests: pinned npm packages and mcp-server-git's own venv, kept in
+# ~/.cache/hango/mcp for every clone. tests/support/mcp_third_party.py installs what is missing or pinned anew, and
+# takes a few milliseconds when all is there. Node.js with npm must be there already.
+"$python" -m tests.support.mcp_third_party || exit 1
 
 # 3. Services.
 # shellcheck source=deploy/local-services.sh

@@ -27,6 +27,8 @@ from hango.client.types import (
     FileInfo,
     Grant,
     IssuedToken,
+    McpServer,
+    McpServerTool,
     Me,
     Message,
     Page,
@@ -347,6 +349,56 @@ class Client:
         """Send a delivery again now (same ``webhook-id``), with a fresh retry window."""
         path = f"/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry"
         return cast(Delivery, self._request("POST", path))
+
+    # MCP servers (everyone reads; owners and admins change the tenant's own).
+
+    def mcp_servers(self) -> list[McpServer]:
+        """``GET /v1/mcp-servers``: every server the tenant's agents may name, the operator's first."""
+        page = cast(Page[McpServer], self._request("GET", "/v1/mcp-servers"))
+        return page["items"]
+
+    def mcp_server(self, name: str) -> McpServer:
+        """One server, as the tenant's agents mean its name (the operator's of that name, else the tenant's)."""
+        return cast(McpServer, self._request("GET", f"/v1/mcp-servers/{_segment(name)}"))
+
+    def create_mcp_server(
+        self,
+        name: str,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        trusted: bool = False,
+        description: str = "",
+    ) -> McpServer:
+        """Add a streamable HTTP server to the tenant; ``headers`` (an API key, say) are never shown again."""
+        body: dict[str, Any] = {"name": name, "url": url, "trusted": trusted, "description": description}
+        if headers is not None:
+            body["headers"] = headers
+        return cast(McpServer, self._request("POST", "/v1/mcp-servers", json=body))
+
+    def update_mcp_server(
+        self,
+        name: str,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        trusted: bool = False,
+        description: str = "",
+    ) -> McpServer:
+        """Replace a tenant server's URL, trust and description; ``headers`` ``None`` keeps the stored ones, a
+        mapping (``{}`` included) replaces them."""
+        body: dict[str, Any] = {"url": url, "trusted": trusted, "description": description}
+        if headers is not None:
+            body["headers"] = headers
+        return cast(McpServer, self._request("PUT", f"/v1/mcp-servers/{_segment(name)}", json=body))
+
+    def delete_mcp_server(self, name: str) -> None:
+        """Remove a tenant server (a 409 problem while an agent names it)."""
+        self._request("DELETE", f"/v1/mcp-servers/{_segment(name)}")
+
+    def mcp_server_tools(self, name: str) -> list[McpServerTool]:
+        """The server's tools as it lists them now (a 502 ``mcp-unavailable`` problem when it does not answer)."""
+        return cast(list[McpServerTool], self._request("GET", f"/v1/mcp-servers/{_segment(name)}/tools"))
 
     # Audit.
 

@@ -313,6 +313,33 @@ class Delivery(TypedDict):
     delivered_at: str | None
 
 
+class McpServer(TypedDict, total=False):
+    """An MCP server the tenant's agents may name. An operator's (``scope`` ``operator``) shows only its name,
+    scope, transport, trust and description; a tenant's also its URL and who added it when. Never its headers."""
+
+    name: Required[str]
+    scope: Required[Literal["operator", "tenant"]]
+    transport: Required[Literal["stdio", "streamable_http"]]
+    trusted: Required[bool]
+    description: Required[str]
+    url: str
+    created_by: str | None
+    created_at: str
+    updated_at: str
+
+
+class McpServerTool(TypedDict):
+    """One tool of an MCP server as the server lists it now, as a run would pin it."""
+
+    name: str  # as the server knows it
+    hango_name: str  # mcp__<server>__<tool>, how agents' tools and rules name it
+    title: str | None
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any]  # readOnlyHint, destructiveHint, idempotentHint, openWorldHint...
+    definition_sha256: str  # SHA-256 of the RFC 8785 canonical JSON of the tool as listed
+
+
 class AuditEvent(TypedDict):
     """One row of the tenant's audit trail."""
 

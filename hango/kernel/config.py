@@ -392,8 +392,8 @@ class Settings(BaseSettings):
     webhook_max_url_length: WholeNumber = Field(default=2048, description="longest webhook URL")
     webhook_secret_keys: FernetKeys = Field(
         default=(),
-        description="comma-separated Fernet keys encrypting webhook secrets at rest (the first encrypts, all "
-        "decrypt); unset, secrets are stored unencrypted",
+        description="comma-separated Fernet keys encrypting webhook secrets and tenant MCP servers' headers at rest "
+        "(the first encrypts, all decrypt); unset, secrets are stored unencrypted",
     )
     approval_remind_before: Duration = Field(
         default=timedelta(hours=1),

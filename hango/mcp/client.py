@@ -32,7 +32,8 @@ from typing import Any, TypeVar
 
 import anyio
 from mcp import Client
-from mcp_types import CallToolResult, Implementation
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, CallToolResult, Implementation
 
 from hango.agent.mcp import compact
 from hango.kernel.addresses import RefusedUrl, resolve
@@ -78,6 +79,8 @@ class _Session:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     in_use: int = 0
     last_used: float = field(default_factory=time.monotonic)
+    # Why its transport gave up, in words safe to show (a message over the size cap); None while it holds.
+    failure: str | None = None
 
     @property
     def alive(self) -> bool:
@@ -119,14 +122,21 @@ class McpClients:
             raise kept[1]
         return kept[1]
 
-    def list_tools(self, tenant_id: uuid.UUID, server: ServerSpec) -> list[dict[str, Any]]:
+    def list_tools(
+        self, tenant_id: uuid.UUID, server: ServerSpec, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
         """The server's tools exactly as it lists them now (every member it sent, camelCase as on the wire).
 
+        Opening a session and listing each take at most ``HANGO_MCP_TIMEOUT``, and the listing at most ``timeout``
+        when that is shorter.
+
         Raises:
-            McpUnavailable: no answer within ``HANGO_MCP_TIMEOUT``, a refused session or URL, a malformed answer.
+            McpUnavailable: no answer in time, a refused session or URL, a malformed answer.
         """
         limit = self.settings.mcp_timeout.total_seconds()
-        return self._wait(self._list(tenant_id, server, limit), limit + _GRACE, server.name)
+        if timeout is not None:
+            limit = min(limit, timeout)
+        return self._wait(self._list(tenant_id, server, limit), 2 * limit + _GRACE, server.name)
 
     def call_tool(
         self,
@@ -138,7 +148,8 @@ class McpClients:
         timeout: float,
         idempotency_key: str | None = None,
     ) -> CallOutcome:
-        """Call a tool; every failure (unavailable, crashed, timed out, malformed) is an error outcome."""
+        """Call a tool; every failure (unavailable, crashed, timed out, malformed) is an error outcome. The call
+        takes at most ``timeout`` once its session is open (opening one takes at most ``HANGO_MCP_TIMEOUT``)."""
         try:
             return self._wait(
                 self._call(tenant_id, server, tool, dict(arguments), timeout, idempotency_key),
@@ -225,9 +236,11 @@ class McpClients:
         except Exception as exc:
             if _is_timeout(exc):
                 return CallOutcome(_timed_out(server.name, tool, timeout), is_error=True)
-            session.closing.set()  # a crashed or confused server gets a new session at the next call
+            if _breaks_session(exc):
+                session.closing.set()  # a crashed or confused server gets a new session at the next call
+            reason = session.failure or _reason(exc)
             log.warning("mcp call failed", extra={"mcp_server": server.name, "tool": tool, "error": type(exc).__name__})
-            return CallOutcome(f"MCP server {server.name} failed the call to {tool}: {_reason(exc)}", is_error=True)
+            return CallOutcome(f"MCP server {server.name} failed the call to {tool}: {reason}", is_error=True)
         finally:
             _release(session)
         return _outcome(result, self.settings.max_tool_result_bytes)
@@ -255,7 +268,7 @@ class McpClients:
         try:
             if server.transport == "stdio":
                 await self._make_room()
-            async with self._client(server) as client:
+            async with self._client(server, session) as client:
                 session.client = client
                 self._sessions[key] = session
                 self._opening.pop(key, None)
@@ -274,18 +287,22 @@ class McpClients:
             if self._sessions.get(key) is session:
                 del self._sessions[key]
 
-    def _client(self, server: ServerSpec) -> Client:
+    def _client(self, server: ServerSpec, session: _Session) -> Client:
         limit = self.settings.mcp_timeout.total_seconds()
         return Client(
-            self._transport(server),
+            self._transport(server, session),
             mode="auto",
             cache=None,
             read_timeout_seconds=limit,
             client_info=Implementation(name="hango", version=_version()),
         )
 
-    def _transport(self, server: ServerSpec) -> Any:
+    def _transport(self, server: ServerSpec, session: _Session) -> Any:
         if server.command is not None:
+
+            def failed(reason: str) -> None:
+                session.failure = reason
+
             return stdio_transport(
                 server.command,
                 server.args,
@@ -293,6 +310,7 @@ class McpClients:
                 server.cwd,
                 max_message_bytes=_message_cap(self.settings),
                 server=server.name,
+                on_failure=failed,
             )
         assert server.url is not None
         target = None
@@ -403,9 +421,14 @@ def _message_cap(settings: Settings) -> int:
 
 def _timed_out(server: str, tool: str, timeout: float) -> str:
     return (
-        f"MCP tool {tool} of server {server} did not answer within {timeout:g}s (HANGO_TOOL_TIMEOUT); the call "
+        f"MCP tool {tool} of server {server} did not answer within {timeout:.3g}s (HANGO_TOOL_TIMEOUT); the call "
         "was cancelled, and what it did before is not known"
     )
+
+
+def _breaks_session(exc: BaseException) -> bool:
+    """Whether a failed request leaves the session unusable: anything but an error the server answered with."""
+    return not isinstance(exc, MCPError) or exc.code == CONNECTION_CLOSED
 
 
 def _is_timeout(exc: BaseException) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
@@ -56,6 +56,7 @@ async def stdio_transport(
     *,
     max_message_bytes: int,
     server: str,
+    on_failure: Callable[[str], None] = lambda reason: None,
 ) -> AsyncIterator[TransportStreams]:
     """A server process and the two streams of its session; the process group is killed when the block ends."""
     process = await anyio.open_process(
@@ -74,6 +75,7 @@ async def stdio_transport(
                 await _read_lines(process, read_writer, max_message_bytes, server)
             except MessageTooLarge as exc:
                 log.warning("MCP server sent too large a message", extra={"mcp_server": server})
+                on_failure(str(exc))
                 with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                     await read_writer.send(exc)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):

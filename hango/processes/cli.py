@@ -1,8 +1,8 @@
 """The ``hango`` command: database migrations, tenant bootstrap and the server processes.
 
-The commands that talk to a running server (``agents``, ``runs``, ``approvals``) need only the client: the server's
-settings, its database layer and its processes are imported, and its settings read, by the commands that use them,
-so a reviewer's command starts in a fraction of the time.
+The commands that talk to a running server (``agents``, ``runs``, ``approvals``, ``mcp``) need only the client: the
+server's settings, its database layer and its processes are imported, and its settings read, by the commands that use
+them, so a reviewer's command starts in a fraction of the time.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from hango.processes import cli_agents, cli_reviewer, cli_runs
+from hango.processes import cli_agents, cli_mcp, cli_reviewer, cli_runs
 
 if TYPE_CHECKING:
     from hango.kernel.config import Settings
@@ -24,15 +24,17 @@ if TYPE_CHECKING:
 
 def _settings(ctx: click.Context) -> Settings:
     """The server's settings, read from the environment by the first command that asks (a malformed one stops it
-    with one line), with logging configured by them."""
+    with one line, and so does a malformed ``HANGO_MCP_CONFIG`` file), with logging configured by them."""
     from hango.kernel.config import Settings
     from hango.kernel.errors import ConfigError
     from hango.kernel.logs import configure_logging
+    from hango.mcp.config import load_operator_servers
 
     root = ctx.find_root()
     if root.obj is None:
         try:
             root.obj = Settings.from_env(os.environ)
+            load_operator_servers(root.obj.mcp_config, os.environ)
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from exc
         configure_logging(root.obj.log_level)
@@ -270,3 +272,4 @@ def flower_command(ctx: click.Context, port: int, address: str, insecure_no_auth
 main.add_command(cli_agents.agents)
 main.add_command(cli_runs.runs)
 main.add_command(cli_reviewer.approvals)
+main.add_command(cli_mcp.mcp)

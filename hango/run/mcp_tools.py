@@ -102,23 +102,25 @@ class McpCalls:
     def __call__(self, pinned: PinnedTool, context: ToolContext, arguments: dict[str, Any]) -> str:
         """Check the definition, send the call, and give its result text; an error result as :class:`ToolError`."""
         runtime = self._runtime
+        started = time.monotonic()
+        # The check and the call share the call's budget (HANGO_TOOL_TIMEOUT): the batch's transaction waits on both.
+        limit = context.limits.timeout
         server = find_server(runtime, context.tenant_id, pinned.server)
         if server is None:
             raise ToolError(f"MCP server {pinned.server} is no longer configured")
         try:
-            current = runtime.mcp.list_tools(context.tenant_id, server)
+            current = runtime.mcp.list_tools(context.tenant_id, server, timeout=limit)
         except McpUnavailable as exc:
             raise ToolError(str(exc)) from None
         if _digest_of(current, pinned.name) != pinned.definition_sha256:
             self._drifted(pinned, context)
             raise ToolError(DRIFT_ERROR)
-        started = time.monotonic()
         outcome = runtime.mcp.call_tool(
             context.tenant_id,
             server,
             pinned.name,
             arguments,
-            timeout=context.limits.timeout,
+            timeout=max(limit - (time.monotonic() - started), 0.1),
             idempotency_key=context.idempotency_key,
         )
         log.info(

@@ -17,7 +17,19 @@ from sqlalchemy import func, select
 from hango.agent.messages import user_message
 from hango.kernel.auth import Principal
 from hango.kernel.config import Settings
-from hango.kernel.models import Agent, ApiToken, File, Grant, Membership, Message, PendingApproval, Run, User, Webhook
+from hango.kernel.models import (
+    Agent,
+    ApiToken,
+    File,
+    Grant,
+    McpServer,
+    Membership,
+    Message,
+    PendingApproval,
+    Run,
+    User,
+    Webhook,
+)
 from hango.platform.db import Database
 from hango.platform.runtime import Runtime
 from hango.run import service
@@ -121,6 +133,12 @@ JSON_ENDPOINTS: dict[tuple[str, str], tuple[dict[str, Any], str, Any]] = {
     ("POST", "/v1/webhooks"): ({"url": "https://93.184.215.14/hook", "events": ["run.finished"]}, "events[0]", 7),
     ("PUT", "/v1/tenant"): ({"self_approval": True}, "self_approval", "yes"),
     ("POST", "/v1/grants"): ({"agent_id": "{agent_id}", "tool_name": "write_file", "ttl": "1h"}, "tool_name", 7),
+    ("POST", "/v1/mcp-servers"): (
+        {"name": "deep", "url": "https://93.184.215.14/mcp", "headers": {"X-Api-Key": "k"}},
+        "headers.X-Api-Key",
+        7,
+    ),
+    ("PUT", "/v1/mcp-servers/{name}"): ({"url": "https://93.184.215.14/mcp"}, "trusted", "yes"),
 }
 
 
@@ -133,7 +151,7 @@ class Targets:
     tenant: TenantFixture
 
     def path(self, template: str) -> str:
-        return template.format(agent_id=self.agent_id, run_id=self.run_id, path="memories/deep.md")
+        return template.format(agent_id=self.agent_id, run_id=self.run_id, path="memories/deep.md", name="deep")
 
     def body(self, template: dict[str, Any]) -> dict[str, Any]:
         text = json.dumps(template).replace("{agent_id}", self.agent_id)
@@ -157,7 +175,7 @@ def _state(db: Database, tenant: TenantFixture) -> tuple[Any, ...]:
     with db.transaction() as session:
         counts = tuple(
             session.scalar(select(func.count()).select_from(model).where(model.tenant_id == tenant.id)) or 0
-            for model in (Membership, ApiToken, Agent, Run, File, Message, Webhook, Grant)
+            for model in (Membership, ApiToken, Agent, Run, File, Message, Webhook, Grant, McpServer)
         )
         counts += (session.scalar(select(func.count()).select_from(User)) or 0,)
         agents = session.execute(

@@ -7,6 +7,7 @@ refused.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -14,9 +15,11 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import text
@@ -28,9 +31,11 @@ from hango.platform.db import Database
 from hango.run.mcp_tools import DRIFT_ERROR
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, decide, pending, tool_results
-from tests.support.processes import wait_until, worker
+from tests.support.mcp import stdio_entry
+from tests.support.processes import api_server, wait_until, worker
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 
 
 @dataclass(frozen=True)
@@ -41,16 +46,25 @@ class Fixture:
     record: Path
     drift: Path
 
-    def calls(self) -> list[dict[str, Any]]:
+    def calls(self, note: str) -> list[dict[str, Any]]:
+        """The calls the server received about one note (each test writes notes of its own)."""
         if not self.record.exists():
             return []
-        return [json.loads(line) for line in self.record.read_text().splitlines()]
+        calls = [json.loads(line) for line in self.record.read_text().splitlines()]
+        return [call for call in calls if call["arguments"].get("name") == note]
+
+    def with_queue(self, db: Database, **changes: Any) -> Fixture:
+        """The same servers on a queue of its own, which the module's worker does not serve, with settings
+        ``changes``."""
+        settings = self.settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}", **changes)
+        return dataclasses.replace(self, settings=settings, client=create_app(settings, db=db).test_client())
 
 
-@pytest.fixture
-def configured(settings: Settings, db: Database, tmp_path: Path) -> Fixture:
-    """A queue of the test's own and an operator config file with the fixture server (``notes``) and one whose
-    command does not exist (``broken``); no worker."""
+@pytest.fixture(scope="module")
+def configured(settings: Settings, db: Database, tmp_path_factory: pytest.TempPathFactory) -> Fixture:
+    """A queue of the module's own and an operator config file with the fixture server (``notes``) and one whose
+    command does not exist (``broken``)."""
+    tmp_path = tmp_path_factory.mktemp("mcp")
     notes, record, drift = tmp_path / "notes", tmp_path / "calls.jsonl", tmp_path / "drift"
     notes.mkdir()
     entry = {
@@ -60,14 +74,16 @@ def configured(settings: Settings, db: Database, tmp_path: Path) -> Fixture:
         "env": {"NOTES_DIR": str(notes), "RECORD_FILE": str(record), "DRIFT_FILE": str(drift), "PYTHONPATH": str(ROOT)},
     }
     broken = {"command": str(tmp_path / "no-such-server")}
+    hanging = stdio_entry("hanger")
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"notes": entry, "broken": broken}}))
+    config.write_text(json.dumps({"mcpServers": {"notes": entry, "broken": broken, "hang": hanging}}))
     own = settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}", mcp_config=str(config))
     return Fixture(own, create_app(own, db=db).test_client(), notes, record, drift)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def mcp(configured: Fixture) -> Iterator[Fixture]:
+    """:func:`configured`, with a worker serving its queue for the whole module."""
     with worker(configured.settings, concurrency=1, beat=False, name="mcp"):
         yield configured
 
@@ -89,13 +105,13 @@ def test_a_write_waits_for_a_human_and_runs_once_with_its_approval_id_while_a_tr
     wait_for_state(mcp.client, tenant.owner, run_id, {"awaiting_approval"})
     [item] = pending(mcp.client, tenant.owner, run_id)
     assert item["tool_name"] == "mcp__notes__poke"
-    assert [call["tool"] for call in mcp.calls()] == ["peek"]
+    assert [call["tool"] for call in mcp.calls("a.md")] == ["peek"]
     assert not (mcp.notes / "a.md").exists()
 
     assert decide(mcp.client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
     assert wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
     assert (mcp.notes / "a.md").read_text() == "hello"
-    pokes = [call for call in mcp.calls() if call["tool"] == "poke"]
+    pokes = [call for call in mcp.calls("a.md") if call["tool"] == "poke"]
     assert len(pokes) == 1
     assert pokes[0]["meta"]["io.hango/idempotency-key"] == item["id"]
     results = tool_results(mcp.client, tenant.owner, run_id)
@@ -115,13 +131,15 @@ def test_a_definition_changed_between_the_pause_and_the_approval_is_refused_sent
     assert item["mcp"]["annotations"]["destructiveHint"] is True
     assert len(item["definition_sha256"]) == 64
     mcp.drift.touch()
-
-    assert decide(mcp.client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
-    assert wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    try:
+        assert decide(mcp.client, tenant.owner, run_id, {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+        assert wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    finally:
+        mcp.drift.unlink()
     result = tool_results(mcp.client, tenant.owner, run_id)["w"]
     assert result["content"] == DRIFT_ERROR
     assert result["is_error"] is True
-    assert [call["tool"] for call in mcp.calls()] == []
+    assert mcp.calls("b.md") == []
     assert not (mcp.notes / "b.md").exists()
     [row] = audit_rows(db, tenant.id, "mcp.definition_changed")
     assert row.detail["approval_id"] == item["id"]
@@ -129,7 +147,7 @@ def test_a_definition_changed_between_the_pause_and_the_approval_is_refused_sent
     assert row.detail["definition_sha256"] == item["definition_sha256"]
 
 
-def test_the_model_sees_the_pinned_tools_for_the_whole_run_and_an_unlisted_server_fails_the_run_naming_it(
+def test_the_tools_listed_at_the_first_step_are_stored_with_the_run_and_an_unlisted_server_fails_it_by_name(
     mcp: Fixture, tenant: TenantFixture, db: Database
 ) -> None:
     script = [{"tool_calls": [_call("p", "plain", value=3)]}, {"text": "done"}]
@@ -147,9 +165,9 @@ def test_the_model_sees_the_pinned_tools_for_the_whole_run_and_an_unlisted_serve
 
 
 def test_an_approved_call_cut_short_by_a_killed_worker_is_never_sent_again_and_answered_outcome_unknown(
-    configured: Fixture, tenant: TenantFixture
+    configured: Fixture, tenant: TenantFixture, db: Database
 ) -> None:
-    mcp = configured
+    mcp = configured.with_queue(db)
     script = [{"tool_calls": [_call("s", "slow_poke", name="c.md", text="once", seconds=20)]}, {"text": "done"}]
     agent_id = create_agent(mcp.client, tenant.owner, script, tools=["mcp__notes__slow_poke"])
     with worker(mcp.settings, concurrency=1, beat=False, name="mcp-doomed") as doomed:
@@ -157,7 +175,7 @@ def test_an_approved_call_cut_short_by_a_killed_worker_is_never_sent_again_and_a
         wait_for_state(mcp.client, tenant.owner, run_id, {"awaiting_approval"})
         [item] = pending(mcp.client, tenant.owner, run_id)
         assert decide(mcp.client, tenant.owner, run_id, {"tool_call_id": "s", "decision": "approve"}).status_code == 200
-        wait_until(lambda: len(mcp.calls()) == 1, timeout=30)
+        wait_until(lambda: len(mcp.calls("c.md")) == 1, timeout=30)
         os.killpg(doomed.pid, signal.SIGKILL)
         doomed.wait(timeout=10)
     with worker(mcp.settings, concurrency=1, beat=True, name="mcp-rescuer"):
@@ -166,8 +184,8 @@ def test_an_approved_call_cut_short_by_a_killed_worker_is_never_sent_again_and_a
             == "succeeded"
         )
 
-    assert len(mcp.calls()) == 1, "the approved MCP call was sent again after the crash"
-    assert mcp.calls()[0]["meta"]["io.hango/idempotency-key"] == item["id"]
+    assert len(mcp.calls("c.md")) == 1, "the approved MCP call was sent again after the crash"
+    assert mcp.calls("c.md")[0]["meta"]["io.hango/idempotency-key"] == item["id"]
     result = tool_results(mcp.client, tenant.owner, run_id)["s"]
     assert result["content"] == OUTCOME_UNKNOWN
     assert result["is_error"] is True
@@ -187,7 +205,7 @@ def test_a_grant_approves_an_mcp_call_which_carries_the_grants_approval_id_and_a
     )
     [item] = pending(mcp.client, tenant.owner, run_id, "all")
     assert item["grant_id"] == created.json["id"]
-    assert [call["meta"]["io.hango/idempotency-key"] for call in mcp.calls()] == [item["id"]]
+    assert [call["meta"]["io.hango/idempotency-key"] for call in mcp.calls("g.md")] == [item["id"]]
 
     admin = tenant.add("admin")
     quorum = {"mcp__notes__poke": {"approvals_required": 2}}
@@ -251,3 +269,38 @@ def test_saving_an_agent_that_names_an_unknown_server_or_too_long_a_name_is_a_40
     assert set(fields) == {"tools[1]", "tools[2]", "tools[3]"}
     assert "unknown MCP server 'nowhere'" in fields["tools[1]"]
     assert "64 characters" in fields["tools[3]"]
+
+
+def test_the_gevent_api_server_lists_a_servers_tools_for_an_agents_rules(
+    configured: Fixture, tenant: TenantFixture
+) -> None:
+    body = {"name": "mcp-api", "model": {"provider": "scripted", "script": []}, "tools": ["mcp__notes__*"]}
+    with api_server(configured.settings) as base:
+        saved = httpx.post(f"{base}/v1/agents", json=body, headers=tenant.owner.headers, timeout=30)
+        assert saved.status_code == 201, saved.text
+        again = httpx.get(f"{base}/v1/agents/{saved.json()['id']}", headers=tenant.owner.headers, timeout=30)
+    waiting = sorted(name for name in again.json()["effective_interrupt_on"] if name.startswith("mcp__"))
+    assert waiting == ["mcp__notes__plain", "mcp__notes__poke", "mcp__notes__slow_poke"]
+
+
+def test_a_call_that_hangs_is_an_error_result_at_the_tool_timeout_and_the_run_and_its_worker_go_on(
+    configured: Fixture, tenant: TenantFixture, db: Database
+) -> None:
+    mcp = configured.with_queue(db, tool_timeout=timedelta(seconds=2))
+    script = [{"tool_calls": [{"id": "h", "name": "mcp__hang__hang", "args": {}}]}, {"text": "moved on"}]
+    agent_id = create_agent(
+        mcp.client, tenant.owner, script, tools=["mcp__hang__hang"], interrupt_on={"mcp__hang__hang": False}
+    )
+    with worker(mcp.settings, concurrency=1, beat=False, name="mcp-hang"):
+        first = start_run(mcp.client, tenant.owner, agent_id)
+        second = start_run(mcp.client, tenant.owner, agent_id)
+        for run_id in (first, second):
+            run = wait_for_state(mcp.client, tenant.owner, run_id, {"succeeded", "failed"}, timeout=60)
+            assert run["state"] == "succeeded"
+            with db.transaction() as session:
+                attempts = session.scalar(text("SELECT attempts FROM runs WHERE id = :id"), {"id": run_id})
+            assert attempts == 0, "the run's lease was lost and the run taken back"
+            result = tool_results(mcp.client, tenant.owner, run_id)["h"]
+            assert result["is_error"] is True
+            assert "mcp__hang__hang" not in result["content"]
+            assert "hang of server hang did not answer within" in result["content"]

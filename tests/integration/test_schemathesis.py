@@ -85,6 +85,7 @@ class Unstated:
 
 AGENTS = ("POST /v1/agents", "PUT /v1/agents/{agent_id}")
 DECIDE = ("POST /v1/runs/{run_id}/approvals",)
+MCP_SERVERS = ("POST /v1/mcp-servers", "PUT /v1/mcp-servers/{name}")
 DECISION = r"decisions\[\d+\]"
 UNSTATED = [
     # Keywords constrain every item of an array alike, or whole items: not its last one, nor one property of each.
@@ -105,6 +106,10 @@ UNSTATED = [
     # Whether a grant could ever apply: the agent's rules (and the caller's place among their reviewers).
     Unstated(("POST /v1/grants",), "tool_name", "would never apply"),
     Unstated(("POST /v1/webhooks",), "url", "does not resolve|resolves to|plain http only to a private address"),
+    Unstated(MCP_SERVERS, "url", "does not resolve|resolves to|plain http only to a private address"),
+    # Header names are case-insensitive, and hango's MCP client sets some itself: not a pattern of a key alone.
+    Unstated(MCP_SERVERS, r"headers\..+", "is given twice|is set by hango's MCP client"),
+    Unstated(("PUT /v1/mcp-servers/{name}",), "name", "the server's name in the URL"),
     Unstated(DECIDE, rf"{DECISION}\.(approval_id|tool_call_id)", "no such approval|no pending call|different calls"),
     Unstated(DECIDE, DECISION, "is named twice"),
     Unstated(DECIDE, rf"{DECISION}\.decision", "is not allowed for|only approve or reject is a vote"),
