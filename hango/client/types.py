@@ -143,7 +143,7 @@ class Approval(TypedDict):
     reviewers: Reviewers | None  # who may decide (the rule's); None: every owner and admin
     approvals_required: int  # distinct approving reviewers the call needs; 1 is a plain decision
     votes: list[ApprovalVote]  # a quorum's votes so far, oldest first
-    mcp: McpCall | None  # an MCP call's server and tool as the run pinned them; None for any other tool
+    mcp: McpTool | None  # an MCP call's server and tool as the run pinned them; None for any other tool
     definition_sha256: str | None  # an MCP call's pinned tool definition digest; None for any other tool
 
 
@@ -156,7 +156,7 @@ class McpAnnotations(TypedDict, total=False):
     openWorldHint: bool
 
 
-class McpCall(TypedDict):
+class McpTool(TypedDict):
     """The MCP server and tool of an approval's call, as the run pinned them: the server's own words (untrusted
     text when the server is), shown to the reviewer."""
 

@@ -12,8 +12,8 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from hango.agent.mcp import annotation_words
-from hango.client import Approval, Client, Decision, DecisionResult, ProblemError
-from hango.client.types import ApprovalPreview, DecisionKind, McpCall
+from hango.client import Approval, Client, Decision, DecisionResult, McpTool, ProblemError
+from hango.client.types import ApprovalPreview, DecisionKind
 from hango.processes.cli_remote import (
     connected,
     connection_options,
@@ -92,31 +92,31 @@ def _tool(approval: Approval) -> str:
     return terminal_safe(approval["tool_name"]) + (" DESTRUCTIVE" if destructive else "")
 
 
-def _mcp_summary(mcp: McpCall, digest: str | None) -> str:
+def _mcp_summary(mcp: McpTool, digest: str | None) -> str:
     """An MCP call in one line: server and trust, tool, annotations, the start of its description and digest."""
     description = shorten(" ".join(mcp["description"].split()), 60)
     parts = [f"{_server(mcp)}: {_tool_title(mcp)}", f"annotations: {_annotations(mcp)}", terminal_safe(description)]
     return " | ".join([*parts, f"sha256:{(digest or '-')[:12]}"])
 
 
-def _server(mcp: McpCall) -> str:
+def _server(mcp: McpTool) -> str:
     return f"{terminal_safe(mcp['server'])} ({'trusted' if mcp['trusted'] else 'untrusted'})"
 
 
-def _tool_title(mcp: McpCall) -> str:
+def _tool_title(mcp: McpTool) -> str:
     """The tool's title and name (``Write a note (poke)``), or its name alone."""
     tool = terminal_safe(mcp["tool"])
     return f"{terminal_safe(mcp['title'])} ({tool})" if mcp["title"] else tool
 
 
-def _annotations(mcp: McpCall) -> str:
+def _annotations(mcp: McpTool) -> str:
     """The annotations set to true in words, DESTRUCTIVE in capitals; an untrusted server's said to be hints."""
     words = [word.upper() if word == "destructive" else word for word in annotation_words(mcp["annotations"])]
     hints = "" if mcp["trusted"] else " (hints from an untrusted server)"
     return f"{', '.join(words) or 'none'}{hints}"
 
 
-def _show_mcp(approval: Approval, mcp: McpCall) -> None:
+def _show_mcp(approval: Approval, mcp: McpTool) -> None:
     """An MCP call's server, tool, description (the server's text, its controls escaped), annotations and digest."""
     description = terminal_safe(mcp["description"]).replace("\n", "\n" + " " * 19)
     click.echo(f"{'mcp server:':<19}{_server(mcp)}")

@@ -1,19 +1,18 @@
-"""Real MCP approvals for the reviewers' tests: a worker and an API server that know the fixture MCP server
-(tests/support/mcp_fixture_server.py) twice over.
+"""Real MCP approvals for the reviewers' tests: a worker and an API server that know these MCP servers.
 
-- ``notes``: the operator's, over stdio, so trusted; its ``poke`` says it is destructive and not read-only.
-- ``scribe``: a tenant's, over streamable HTTP on loopback, untrusted; it lists ``poke`` with a title and a
-  description full of HTML and a terminal escape, as a hostile server may.
+- ``notes``: the fixture server (tests/support/mcp_fixture_server.py) as the operator's, over stdio, so trusted;
+  its ``poke`` says it is destructive and not read-only.
+- ``annotated``: tests/mcp_servers/annotated.py as the operator's, whose tools carry every mix of annotations.
+- ``scribe``: the fixture server again, over streamable HTTP on loopback, which a test adds to its tenant
+  (untrusted) through the API; it lists ``poke`` with a title and a description full of HTML and a terminal
+  escape, as a hostile server may.
 
-A call to ``poke`` of either waits for a reviewer (the default rule: not a trusted read-only tool).
+A call to ``poke`` of any of them waits for a reviewer (the default rule: not a trusted read-only tool).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -26,17 +25,18 @@ from flask.testing import FlaskClient
 
 from hango.api import create_app
 from hango.kernel.config import Settings
-from hango.kernel.models import McpServer
-from hango.kernel.secret_box import SecretBox
 from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import pending
-from tests.support.processes import ROOT, api_server, free_port, log_path, stop, wait_until, worker
+from tests.support.mcp import python_env, serving, stdio_entry
+from tests.support.processes import ROOT, api_server, free_port, worker
 
 HOSTILE_TITLE = "<b>Tidy</b> the notes"
 # Markup that would load an image and run its handler if a view wrote it as HTML, and an escape sequence that would
 # clear a terminal if the CLI printed it raw.
 HOSTILE_DESCRIPTION = "Write a note. <img src=x onerror=\"document.title='pwned'\">\x1b[2J"
+# The arguments of every ``poke`` call: the note a.md, saying hello.
+POKE = {"name": "a.md", "text": "hello"}
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,10 @@ def mcp_stack(settings: Settings, db: Database, folder: Path) -> Iterator[McpSta
         "command": sys.executable,
         "args": ["-m", "tests.support.mcp_fixture_server"],
         "cwd": str(ROOT),
-        "env": {"NOTES_DIR": str(notes), "RECORD_FILE": str(record), "PYTHONPATH": str(ROOT)},
+        "env": {**python_env(), "NOTES_DIR": str(notes), "RECORD_FILE": str(record)},
     }
     config = folder / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"notes": entry}}))
+    config.write_text(json.dumps({"mcpServers": {"notes": entry, "annotated": stdio_entry("annotated")}}))
     # The tenant server listens on loopback: private addresses allowed, as an operator would for a test bed.
     own = settings.replace(
         queue=f"hango-test-{uuid.uuid4().hex[:10]}", mcp_config=str(config), mcp_allow_private_urls=True
@@ -88,44 +88,28 @@ def hostile_http_server(notes: Path) -> Iterator[str]:
     """The fixture server over streamable HTTP, listing ``poke`` with the hostile title and description."""
     notes.mkdir()
     port = free_port()
-    env = {
-        **os.environ,
-        "NOTES_DIR": str(notes),
-        "POKE_TITLE": HOSTILE_TITLE,
-        "POKE_DESCRIPTION": HOSTILE_DESCRIPTION,
-        "PYTHONPATH": str(ROOT),
-    }
-    args = [sys.executable, "-m", "tests.support.mcp_fixture_server", "--http", str(port)]
-    with open(log_path(f"mcp-scribe-{port}"), "wb") as log:
-        process = subprocess.Popen(args, env=env, cwd=ROOT, stdout=log, stderr=log, start_new_session=True)
-    try:
-        wait_until(lambda: _listening(port) or process.poll() is not None)
-        assert process.poll() is None, "the fixture MCP server stopped: see its log"
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop(process)
+    env = {**python_env(), "NOTES_DIR": str(notes), "POKE_TITLE": HOSTILE_TITLE}
+    env["POKE_DESCRIPTION"] = HOSTILE_DESCRIPTION
+    command = [sys.executable, "-m", "tests.support.mcp_fixture_server", "--http", str(port)]
+    url = f"http://127.0.0.1:{port}/mcp"
+    with serving(command, env, url, f"scribe-{port}"):
+        yield url
 
 
-def _listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
+def add_scribe(stack: McpStack, tenant: TenantFixture) -> None:
+    """Add the hostile server to the tenant as ``scribe``, untrusted, through ``POST /v1/mcp-servers``."""
+    body = {"name": "scribe", "url": stack.scribe_url, "trusted": False}
+    added = stack.client.post("/v1/mcp-servers", json=body, headers=tenant.owner.headers)
+    assert added.status_code == 201, added.json
 
 
-def add_tenant_server(db: Database, settings: Settings, tenant: TenantFixture, name: str, url: str) -> None:
-    """Store a tenant's untrusted server as the MCP servers API does (its headers, none, sealed)."""
-    sealed = SecretBox(settings.webhook_secret_keys).seal("{}")
-    with db.transaction() as session:
-        session.add(McpServer(tenant_id=tenant.id, name=name, url=url, headers=sealed, trusted=False))
-
-
-def waiting_poke(stack: McpStack, tenant: TenantFixture, server: str = "notes") -> dict[str, Any]:
-    """Start a run whose model calls ``poke`` of ``server`` once, and return the approval it waits on."""
-    call = {"id": "w", "name": f"mcp__{server}__poke", "args": {"name": "a.md", "text": "hello"}}
+def waiting_call(
+    stack: McpStack, tenant: TenantFixture, server: str = "notes", tool: str = "poke", args: Any = POKE
+) -> dict[str, Any]:
+    """Start a run whose model calls ``tool`` of ``server`` once, and return the approval it waits on."""
+    call = {"id": "w", "name": f"mcp__{server}__{tool}", "args": args}
     script = [{"tool_calls": [call]}, {"text": "done"}]
-    agent_id = create_agent(stack.client, tenant.owner, script, tools=[f"mcp__{server}__poke"])
+    agent_id = create_agent(stack.client, tenant.owner, script, tools=[f"mcp__{server}__{tool}"])
     run_id = start_run(stack.client, tenant.owner, agent_id)
     state = wait_for_state(stack.client, tenant.owner, run_id, {"awaiting_approval", "failed"}, timeout=60)
     assert state["state"] == "awaiting_approval", state

@@ -22,9 +22,9 @@ from tests.integration.mcp_helpers import (
     HOSTILE_DESCRIPTION,
     HOSTILE_TITLE,
     McpStack,
-    add_tenant_server,
+    add_scribe,
     mcp_stack,
-    waiting_poke,
+    waiting_call,
 )
 from tests.integration.test_inbox_browser import CHROMIUM, LIVE, shot, sign_in
 
@@ -57,7 +57,7 @@ def page(browser: Browser) -> Iterator[Page]:
 def test_a_card_shows_the_server_tool_and_annotations_marks_it_destructive_and_approving_runs_it(
     page: Page, stack: McpStack, tenant: TenantFixture
 ) -> None:
-    item = waiting_poke(stack, tenant)
+    item = waiting_call(stack, tenant)
     sign_in(page, stack.base, tenant.owner)
     card = page.get_by_role("article", name="mcp__notes__poke")
     facts = card.locator("dl")
@@ -83,10 +83,10 @@ def test_a_card_shows_the_server_tool_and_annotations_marks_it_destructive_and_a
 
 
 def test_an_untrusted_servers_text_is_shown_as_text_its_annotations_as_hints_and_its_page_shows_the_digest(
-    page: Page, stack: McpStack, db: Database, tenant: TenantFixture
+    page: Page, stack: McpStack, tenant: TenantFixture
 ) -> None:
-    add_tenant_server(db, stack.settings, tenant, "scribe", stack.scribe_url)
-    item = waiting_poke(stack, tenant, "scribe")
+    add_scribe(stack, tenant)
+    item = waiting_call(stack, tenant, "scribe")
     digest = item["definition_sha256"]
     sign_in(page, stack.base, tenant.owner, f"/inbox/approvals/{item['id']}")
     card = page.get_by_role("article", name="mcp__scribe__poke")
@@ -105,3 +105,18 @@ def test_an_untrusted_servers_text_is_shown_as_text_its_annotations_as_hints_and
     expect(definition).to_have_text(f"sha256:{digest[:12]}…")
     expect(definition).to_have_attribute("title", digest)
     shot(page, "inbox-mcp-untrusted.png")
+
+
+def test_each_annotation_set_to_true_is_a_label_and_only_destructive_is_a_warning(
+    page: Page, stack: McpStack, tenant: TenantFixture
+) -> None:
+    # A trusted server's tool that says it is idempotent and open-world, not destructive, and never read-only.
+    waiting_call(stack, tenant, "annotated", "hinted", {})
+    sign_in(page, stack.base, tenant.owner)
+    card = page.get_by_role("article", name="mcp__annotated__hinted")
+    annotations = card.locator('[data-field="mcp-annotations"]')
+    expect(annotations.locator(".label")).to_have_text(["idempotent", "open-world"])
+    expect(annotations.locator(".warning")).to_have_count(0)
+    expect(card.locator('[data-field="mcp-description"]')).to_have_text(
+        "Do something harmless and repeatable, without saying it only reads."
+    )

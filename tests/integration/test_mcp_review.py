@@ -16,7 +16,7 @@ from hango.kernel.config import Settings
 from hango.platform.db import Database
 from tests.integration.conftest import Person, TenantFixture
 from tests.integration.hitl_helpers import suspended_run, write_memory
-from tests.integration.mcp_helpers import HOSTILE_TITLE, McpStack, add_tenant_server, mcp_stack, waiting_poke
+from tests.integration.mcp_helpers import HOSTILE_TITLE, McpStack, add_scribe, mcp_stack, waiting_call
 from tests.support.processes import HANGO, settings_env
 
 NOTES_POKE = {
@@ -46,7 +46,7 @@ def hango(stack: McpStack, person: Person, *args: str) -> subprocess.CompletedPr
 def test_show_gives_a_trusted_servers_call_its_server_tool_description_annotations_and_digest(
     stack: McpStack, tenant: TenantFixture
 ) -> None:
-    item = waiting_poke(stack, tenant)
+    item = waiting_call(stack, tenant)
     shown = hango(stack, tenant.owner, "approvals", "show", item["id"]).stdout.splitlines()
     assert "mcp server:        notes (trusted)" in shown
     assert "mcp tool:          poke" in shown
@@ -64,10 +64,10 @@ def test_show_gives_a_trusted_servers_call_its_server_tool_description_annotatio
 
 
 def test_show_marks_an_untrusted_servers_annotations_as_hints_and_prints_its_text_without_obeying_it(
-    stack: McpStack, db: Database, tenant: TenantFixture
+    stack: McpStack, tenant: TenantFixture
 ) -> None:
-    add_tenant_server(db, stack.settings, tenant, "scribe", stack.scribe_url)
-    item = waiting_poke(stack, tenant, "scribe")
+    add_scribe(stack, tenant)
+    item = waiting_call(stack, tenant, "scribe")
     done = hango(stack, tenant.owner, "approvals", "show", item["id"])
     shown = done.stdout.splitlines()
     assert "mcp server:        scribe (untrusted)" in shown
@@ -85,7 +85,7 @@ def test_show_marks_an_untrusted_servers_annotations_as_hints_and_prints_its_tex
 def test_the_client_reads_an_mcp_calls_server_and_digest_and_null_for_a_built_in_tool(
     stack: McpStack, tenant: TenantFixture
 ) -> None:
-    item = waiting_poke(stack, tenant)
+    item = waiting_call(stack, tenant)
     built_in = suspended_run(stack.client, tenant, [{"tool_calls": [write_memory()]}, {"text": "ok"}])
     with Client(stack.base, tenant.owner.token) as client:
         approval = client.get_approval(item["id"])
