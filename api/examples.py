@@ -190,7 +190,40 @@ APPROVAL: Json = {
     "mcp": None,
     "definition_sha256": None,
 }
-APPROVALS = page(APPROVAL)
+MCP_LISTED: Json = {
+    "name": "create_issue",
+    "title": "Create an issue",
+    "description": "Open an issue in the tracker.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
+        "required": ["title"],
+    },
+    "annotations": {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": True},
+}
+MCP_ARGUMENTS: Json = {"title": "Flaky test in CI", "body": "test_durability fails one run in fifty."}
+MCP_APPROVAL: Json = {
+    **APPROVAL,
+    "id": "3f1e0a52-6c1d-4b8e-9f57-0b1a2c3d4e5f",
+    "tool_call_id": "toolu_02",
+    "tool_name": "mcp__tracker__create_issue",
+    "arguments": MCP_ARGUMENTS,
+    "arguments_sha256": sha256_hex(MCP_ARGUMENTS),
+    "allowed_decisions": ["approve", "edit", "reject", "respond"],
+    "on_expiry": "fail",
+    "description": "Calls to tools of MCP server tracker need a reviewer: the server is not trusted.",
+    "reviewers": None,
+    "mcp": {
+        "server": "tracker",
+        "tool": "create_issue",
+        "title": "Create an issue",
+        "description": "Open an issue in the tracker.",
+        "annotations": {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": True},
+        "trusted": False,
+    },
+    "definition_sha256": definition_sha256(MCP_LISTED),
+}
+APPROVALS = page(APPROVAL, MCP_APPROVAL)
 DECISIONS: dict[str, Json] = {
     "approve": {
         "summary": "Approve the call, bound to the arguments the reviewer read",

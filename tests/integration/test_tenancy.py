@@ -18,12 +18,14 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from hango.kernel.auth import Principal
+from hango.kernel.config import Settings
 from hango.kernel.errors import Forbidden, NotFound
 from hango.kernel.models import (
     Agent,
     ApprovalVote,
     File,
     Grant,
+    McpServer,
     Message,
     PendingApproval,
     Run,
@@ -43,6 +45,7 @@ from hango.store import (
     events,
     files,
     grants,
+    mcp_servers,
     messages,
     runs,
     subagent_calls,
@@ -354,6 +357,28 @@ def case_webhook_deliveries(world: World) -> Reader:
     return _visible(world, read)
 
 
+def case_mcp_servers(world: World) -> Reader:
+    name = f"srv-{uuid.uuid4().hex[:8]}"
+    server = McpServer(
+        id=uuid.uuid4(),
+        tenant_id=world.owner_a.tenant_id,
+        name=name,
+        url="https://93.184.215.14/mcp",
+        headers="plain:{}",
+    )
+    _seed(world, server)
+    settings = Settings()
+
+    def read(session: Session, principal: Principal) -> bool:
+        # Everyone in the tenant reads its servers (api.md); the worker finds them by name for the run's tenant.
+        listed = any(row.id == server.id for row in mcp_servers.list_servers(session, principal.tenant_id))
+        found = mcp_servers.find_tenant_server(session, principal.tenant_id, name, settings) is not None
+        assert listed == found == (mcp_servers.find(session, principal.tenant_id, name) is not None)
+        return found
+
+    return _visible(world, read)
+
+
 def case_grants(world: World) -> Reader:
     grant = Grant(
         id=uuid.uuid4(),
@@ -409,6 +434,7 @@ CASES: dict[str, tuple[Callable[[World], Reader], dict[str, bool]]] = {
     "webhooks": (case_webhooks, MANAGERS_ONLY),
     "webhook_deliveries": (case_webhook_deliveries, MANAGERS_ONLY),
     "grants": (case_grants, MANAGERS_ONLY),
+    "mcp_servers": (case_mcp_servers, TENANT_WIDE),
 }
 
 
