@@ -27,6 +27,7 @@
     respond: ["Answer sent", "the run resumes with your answer to the model"],
   };
   const LATER = "the run resumes once its other waiting calls are decided";
+  const UNTRUSTED_HINTS = "hints from an untrusted server";
   const VOTED_REASON = "You have voted on this call: the other reviewers decide the rest.";
   const NOTHING_KEPT =
     "No diff was kept when this call was decided, and the file may have changed since: read the arguments.";
@@ -51,6 +52,7 @@
     decided: null, // the "Recently decided" list's parts
     ticking: null, // the timer that refreshes the cards' ages and deadlines
     abort: null,
+    only: null, // the approval id of an approval's own page; null on the queue
   };
 
   class Problem extends Error {
@@ -402,6 +404,7 @@
   // --- the queue -------------------------------------------------------------------------------------------
 
   async function showQueue(only) {
+    page.only = only;
     const view = $("view");
     const list = element("section", { "aria-label": only ? "Approval" : "Pending approvals" });
     view.replaceChildren(element("h2", { text: only ? "Approval" : "Pending approvals" }), list);
@@ -490,6 +493,7 @@
       {},
       element("dt", { text: "Tool" }),
       element("dd", { text: item.tool_name }),
+      ...(item.mcp ? mcpFacts(item) : []),
       element("dt", { text: "Run" }),
       element("dd", {}, element("a", { href: `/inbox/runs/${item.run_id}`, text: item.run_id })),
       element("dt", { text: "Agent" }),
@@ -540,6 +544,70 @@
     }
     describeRun(item, article, history);
     return article;
+  }
+
+  // An MCP call: the server and whether it is trusted, the tool as the server describes it, and its annotations as
+  // labels, a destructive tool's as a warning. All of it is the server's own text, shown as text: an untrusted server
+  // may write anything, and its annotations are only what it claims. The approval's own page adds the definition's
+  // digest: the call is sent only while the server still lists exactly that definition.
+  function mcpFacts(item) {
+    const mcp = item.mcp;
+    const trust = mcp.trusted ? "trusted" : "untrusted";
+    const facts = [
+      element("dt", { text: "MCP server" }),
+      element(
+        "dd",
+        { "data-field": "mcp-server" },
+        element("code", { text: mcp.server }),
+        " (",
+        element("span", { class: `trust ${trust}`, "data-field": "mcp-trust", text: trust }),
+        ")",
+      ),
+      element("dt", { text: "MCP tool" }),
+      element(
+        "dd",
+        { "data-field": "mcp-tool" },
+        mcp.title ? element("strong", { "data-field": "mcp-title", text: mcp.title }) : null,
+        mcp.title ? " " : null,
+        element("code", { text: mcp.tool }),
+      ),
+      element("dt", { text: "Description" }),
+      element("dd", { class: "mcp-description", "data-field": "mcp-description", text: mcp.description || "—" }),
+      element("dt", { text: "Annotations" }),
+      annotationLabels(mcp),
+    ];
+    if (page.only === item.id && item.definition_sha256) {
+      facts.push(
+        element("dt", { text: "Definition" }),
+        element(
+          "dd",
+          { "data-field": "definition" },
+          element("code", { title: item.definition_sha256, text: `sha256:${item.definition_sha256.slice(0, 12)}…` }),
+        ),
+      );
+    }
+    return facts;
+  }
+
+  // The annotations the tool sets to true, in a reviewer's words; an untrusted server's marked as claims only.
+  const ANNOTATION_WORDS = [
+    ["readOnlyHint", "read-only"],
+    ["destructiveHint", "destructive"],
+    ["idempotentHint", "idempotent"],
+    ["openWorldHint", "open-world"],
+  ];
+
+  function annotationLabels(mcp) {
+    const annotations = mcp.annotations || {};
+    const words = ANNOTATION_WORDS.filter(([key]) => annotations[key] === true).map(([, word]) => word);
+    const holder = element("dd", { "data-field": "mcp-annotations" });
+    if (!words.length) holder.append(element("span", { class: "reason", text: "none" }));
+    for (const word of words) {
+      const kind = word === "destructive" ? "label warning" : "label";
+      holder.append(element("span", { class: kind, "data-label": word, text: word }), " ");
+    }
+    if (!mcp.trusted) holder.append(element("span", { class: "reason", "data-field": "hints", text: UNTRUSTED_HINTS }));
+    return holder;
   }
 
   // A closed approval says when and how it closed, not how long it waited or when it would expire.

@@ -143,6 +143,29 @@ class Approval(TypedDict):
     reviewers: Reviewers | None  # who may decide (the rule's); None: every owner and admin
     approvals_required: int  # distinct approving reviewers the call needs; 1 is a plain decision
     votes: list[ApprovalVote]  # a quorum's votes so far, oldest first
+    mcp: McpTool | None  # an MCP call's server and tool as the run pinned them; None for any other tool
+    definition_sha256: str | None  # an MCP call's pinned tool definition digest; None for any other tool
+
+
+class McpAnnotations(TypedDict, total=False):
+    """An MCP tool's annotations, only those its server gave: hints, believed only of a trusted server."""
+
+    readOnlyHint: bool
+    destructiveHint: bool
+    idempotentHint: bool
+    openWorldHint: bool
+
+
+class McpTool(TypedDict):
+    """The MCP server and tool of an approval's call, as the run pinned them: the server's own words (untrusted
+    text when the server is), shown to the reviewer."""
+
+    server: str
+    tool: str  # the tool's own name on that server
+    title: str | None
+    description: str
+    annotations: McpAnnotations
+    trusted: bool  # whether the server was trusted when the run pinned the tool
 
 
 class ApprovalPreview(TypedDict):

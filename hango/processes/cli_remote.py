@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -20,6 +21,9 @@ import click
 from hango.client import Agent, Client, ProblemError, Run, TransportError
 
 F = TypeVar("F", bound=Callable[..., Any])
+# What a terminal would obey rather than print: control characters (but tab and newline), and the bidirectional
+# overrides that make a line read otherwise than it is.
+TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _required_setting(variable: str) -> Callable[[click.Context, click.Parameter, str | None], str]:
@@ -124,6 +128,11 @@ def display(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(map(str, value))
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def terminal_safe(text: str) -> str:
+    """Text written by someone else (an MCP server's description, say) as it reads, its controls escaped (``\\x1b``)."""
+    return TERMINAL_CONTROLS.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def find_by_name(client: Client, name: Any) -> Agent | None:

@@ -11,7 +11,8 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from hango.client import Approval, Client, Decision, DecisionResult, ProblemError
+from hango.agent.mcp import annotation_words
+from hango.client import Approval, Client, Decision, DecisionResult, McpTool, ProblemError
 from hango.client.types import ApprovalPreview, DecisionKind
 from hango.processes.cli_remote import (
     connected,
@@ -21,8 +22,10 @@ from hango.processes.cli_remote import (
     emit_json_lines,
     fail,
     run_line,
+    shorten,
     summary,
     table,
+    terminal_safe,
 )
 
 # How each decision option is spelt, and the option that must follow it with its value.
@@ -68,13 +71,59 @@ def approvals_list(run_id: str | None, state: str, url: str, token: str, as_json
 
 
 def approval_table(items: list[Approval]) -> str:
-    """Approvals as aligned columns, their arguments cut short."""
+    """Approvals as aligned columns, their arguments cut short; an MCP call's server and tool on a line below."""
     header = ("ID", "RUN", "TOOL", "CALL", "STATE", "CREATED", "ARGUMENTS")
     rows = (
-        (a["id"], a["run_id"], a["tool_name"], a["tool_call_id"], a["state"], a["created_at"], summary(a["arguments"]))
+        (a["id"], a["run_id"], _tool(a), a["tool_call_id"], a["state"], a["created_at"], summary(a["arguments"]))
         for a in items
     )
-    return table(header, rows)
+    lines = table(header, rows).splitlines()
+    for index, item in reversed(list(enumerate(items, start=1))):
+        mcp = item.get("mcp")
+        if mcp:
+            lines.insert(index + 1, f"  {_mcp_summary(mcp, item.get('definition_sha256'))}")
+    return "\n".join(lines)
+
+
+def _tool(approval: Approval) -> str:
+    """The tool's name, marked when its server says it is destructive."""
+    mcp = approval.get("mcp")
+    destructive = bool(mcp and mcp["annotations"].get("destructiveHint") is True)
+    return terminal_safe(approval["tool_name"]) + (" DESTRUCTIVE" if destructive else "")
+
+
+def _mcp_summary(mcp: McpTool, digest: str | None) -> str:
+    """An MCP call in one line: server and trust, tool, annotations, the start of its description and digest."""
+    description = shorten(" ".join(mcp["description"].split()), 60)
+    parts = [f"{_server(mcp)}: {_tool_title(mcp)}", f"annotations: {_annotations(mcp)}", terminal_safe(description)]
+    return " | ".join([*parts, f"sha256:{(digest or '-')[:12]}"])
+
+
+def _server(mcp: McpTool) -> str:
+    return f"{terminal_safe(mcp['server'])} ({'trusted' if mcp['trusted'] else 'untrusted'})"
+
+
+def _tool_title(mcp: McpTool) -> str:
+    """The tool's title and name (``Write a note (poke)``), or its name alone."""
+    tool = terminal_safe(mcp["tool"])
+    return f"{terminal_safe(mcp['title'])} ({tool})" if mcp["title"] else tool
+
+
+def _annotations(mcp: McpTool) -> str:
+    """The annotations set to true in words, DESTRUCTIVE in capitals; an untrusted server's said to be hints."""
+    words = [word.upper() if word == "destructive" else word for word in annotation_words(mcp["annotations"])]
+    hints = "" if mcp["trusted"] else " (hints from an untrusted server)"
+    return f"{', '.join(words) or 'none'}{hints}"
+
+
+def _show_mcp(approval: Approval, mcp: McpTool) -> None:
+    """An MCP call's server, tool, description (the server's text, its controls escaped), annotations and digest."""
+    description = terminal_safe(mcp["description"]).replace("\n", "\n" + " " * 19)
+    click.echo(f"{'mcp server:':<19}{_server(mcp)}")
+    click.echo(f"{'mcp tool:':<19}{_tool_title(mcp)}")
+    click.echo(f"{'description:':<19}{description or '-'}")
+    click.echo(f"{'annotations:':<19}{_annotations(mcp)}")
+    click.echo(f"{'definition_sha256:':<19}{display(approval['definition_sha256'])}")
 
 
 @approvals.command("show")
@@ -92,7 +141,10 @@ def approvals_show(approval_id: str, url: str, token: str, as_json: bool) -> Non
     shown: dict[str, Any] = dict(approval)
     shown_keys = ("id", "run_id", "tool_call_id", "tool_name", "state", "allowed_decisions", "created_at", "expires_at")
     for key in (*shown_keys, "arguments_sha256"):
-        click.echo(f"{key + ':':<19}{display(shown[key])}")
+        click.echo(f"{key + ':':<19}{terminal_safe(display(shown[key]))}")
+    mcp = approval.get("mcp")
+    if mcp:
+        _show_mcp(approval, mcp)
     click.echo(f"{'arguments:':<19}{json.dumps(approval['arguments'], indent=2, sort_keys=True)}")
     if approval.get("description"):
         click.echo(f"{'why it waits:':<19}{approval['description']}")
