@@ -183,7 +183,8 @@ def mcp_shown(approval: Mapping[str, Any]) -> list[str]:
 
 
 def tool_results(messages: list[Message]) -> list[str]:
-    """Each tool result of a run's messages as ``  TOOL: CONTENT``, the tool named from the call it answers."""
+    """Each tool result of a run's messages as ``  TOOL: CONTENT`` on one line, the tool named from the call it
+    answers."""
     names = {
         block["id"]: block["name"]
         for message in messages
@@ -191,11 +192,16 @@ def tool_results(messages: list[Message]) -> list[str]:
         if block.get("type") == "tool_use"
     }
     return [
-        f"  {names.get(block['tool_use_id'], '?')}: {'(error) ' if block.get('is_error') else ''}{block['content']}"
+        _result_line(names.get(block["tool_use_id"], "?"), block)
         for message in messages
         for block in message["content"]
         if block.get("type") == "tool_result"
     ]
+
+
+def _result_line(tool: str, block: dict[str, Any]) -> str:
+    error = "(error) " if block.get("is_error") else ""
+    return " ".join(f"  {tool}: {error}{block['content']}".splitlines())
 
 
 def _mcp_agent(owner: Client) -> Agent | None:
@@ -255,8 +261,9 @@ def _mcp_call(base: str, owner: Client, admin: CreatedUser, member: CreatedUser)
             f"the run is {final['state']}; read_note ran without a reviewer (a trusted server's tool that says it only "
             "reads). What the MCP server answered, as the model read it:"
         )
+        # Whole, not shortened to the width: the answers of the tour's own two calls, the approval id at the end.
         for line in tool_results(list(as_member.iter_messages(run["id"]))):
-            print(one_line(line, width))
+            print(line)
 
 
 def _approve_mcp_call(run_id: str, admin: Client) -> None:

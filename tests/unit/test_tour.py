@@ -118,7 +118,7 @@ def test_an_mcp_call_is_shown_by_server_trust_tool_description_annotations_and_d
     assert shown[3] == "  annotations: read-only"
 
 
-def test_each_tool_result_is_named_by_the_call_it_answers(tour: ModuleType) -> None:
+def test_each_tool_result_is_one_line_named_by_the_call_it_answers(tour: ModuleType) -> None:
     messages: list[Message] = [
         {
             "seq": 2,
@@ -134,13 +134,13 @@ def test_each_tool_result_is_named_by_the_call_it_answers(tour: ModuleType) -> N
             "seq": 3,
             "role": "tool",
             "content": [
-                {"type": "tool_result", "tool_use_id": "c1", "content": "saved", "is_error": False},
+                {"type": "tool_result", "tool_use_id": "c1", "content": "saved\nto tea.md", "is_error": False},
                 {"type": "tool_result", "tool_use_id": "c2", "content": "no such note", "is_error": True},
             ],
             "subagent_call_id": None,
         },
     ]
     assert tour.tool_results(messages) == [
-        "  mcp__notes__save_note: saved",
+        "  mcp__notes__save_note: saved to tea.md",
         "  mcp__notes__read_note: (error) no such note",
     ]
