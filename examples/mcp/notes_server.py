@@ -12,7 +12,9 @@ Python as the command and ``DATA/notes`` as the folder::
                               "args": ["/path/to/examples/mcp/notes_server.py", "/path/to/data/notes"]}}}
 
 An agent then names its tools ``mcp__notes__save_note`` and ``mcp__notes__read_note`` (or ``mcp__notes__*``). Run by
-hand, it waits for MCP messages on its standard input: ``python examples/mcp/notes_server.py /tmp/notes``.
+hand, it waits for MCP messages on its standard input: ``python examples/mcp/notes_server.py /tmp/notes``. With
+``--http PORT`` it serves streamable HTTP at ``http://127.0.0.1:PORT/mcp`` instead, as a tenant's server would (a
+tenant adds it with ``POST /v1/mcp-servers``; a loopback address needs ``HANGO_MCP_ALLOW_PRIVATE_URLS=true``).
 
 A note's name is one file name (letters, digits, ``.``, ``_`` and ``-``, starting with a letter or a digit), so no
 call can reach outside the folder. An approved call carries its approval id in ``_meta["io.hango/idempotency-key"]``;
@@ -89,12 +91,18 @@ def make_server(folder: Path) -> MCPServer:
 
 
 def main() -> None:
-    """Serve the folder named on the command line (created when missing) over stdio."""
+    """Serve the folder named on the command line (created when missing) over stdio, or over HTTP on loopback."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="where the notes are kept")
-    folder = parser.parse_args().folder.resolve()
+    parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT/mcp")
+    options = parser.parse_args()
+    folder = options.folder.resolve()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    make_server(folder).run()
+    server = make_server(folder)
+    if options.http is None:
+        server.run()
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=options.http)
 
 
 if __name__ == "__main__":
