@@ -2,7 +2,9 @@
 # From a fresh clone to a live human-in-the-loop run: installs hango with its embedded PostgreSQL and Redis,
 # starts everything with `hango standalone`, creates a tenant, and plays the tour in deploy/tour.py — a run that
 # pauses on a write to /memories/AGENTS.md, a member's refused approval, an admin's approval, and the run finishing,
-# all watched live over Server-Sent Events. The server keeps running until Ctrl-C (HANGO_QUICKSTART_EXIT=1: stop).
+# all watched live over Server-Sent Events; then a call to a tool of an MCP server (examples/mcp/notes_server.py,
+# named in $data/mcp.json) that waits for the admin's approval before it writes a note under $data/notes. The server
+# keeps running until Ctrl-C (HANGO_QUICKSTART_EXIT=1: stop).
 # The terminal shows the banners and the tour; the install's and the processes' output go to $data/logs/.
 #
 # HANGO_PORT (8000) is the API's port, HANGO_QUICKSTART_DATA (.hango/quickstart) the data folder. Before installing
@@ -115,7 +117,27 @@ else
   echo "$want" > "$stamp"
 fi
 
-# 3. hango standalone, which takes the lock itself. It writes standalone.json once its API answers, so the file is
+# 3. The operator's MCP servers (HANGO_MCP_CONFIG): one, the demo notes server of examples/mcp/notes_server.py,
+#    which a worker starts with the venv's Python, keeping its notes in $data/notes. `hango standalone` hands its
+#    environment on to the API and the worker it starts, so they all read this file. It is written afresh at each
+#    start (the checkout may have moved); a HANGO_MCP_CONFIG of your own is replaced here, so start
+#    `hango standalone` yourself to use it.
+.venv/bin/python - "$data" "$PWD" <<'EOF'
+import json
+import sys
+from pathlib import Path
+
+data, checkout = Path(sys.argv[1]), Path(sys.argv[2])
+notes = {
+    "command": str(checkout / ".venv" / "bin" / "python"),
+    "args": [str(checkout / "examples" / "mcp" / "notes_server.py"), str(data / "notes")],
+    "description": "the quickstart's demo: notes kept as files in the data folder",
+}
+(data / "mcp.json").write_text(json.dumps({"mcpServers": {"notes": notes}}, indent=2) + "\n")
+EOF
+export HANGO_MCP_CONFIG=$data/mcp.json
+
+# 4. hango standalone, which takes the lock itself. It writes standalone.json once its API answers, so the file is
 #    this run's once it names this run's pid (one a killed run left behind names another).
 exec 9<&-
 .venv/bin/hango standalone --data-dir "$data" --port "$port" &

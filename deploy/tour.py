@@ -1,5 +1,6 @@
 """A live tour of a running hango: a run pauses for a human, a member is refused, an admin approves, it finishes;
-then one more run pauses and waits for the reader to decide it in the inbox.
+a call to a tool of an MCP server waits for the admin, then writes its note; then one more run pauses and waits for
+the reader to decide it in the inbox.
 
 Used by ``deploy/quickstart.sh``; run it yourself with ``python deploy/tour.py http://127.0.0.1:8000 OWNER_TOKEN``.
 Everything goes through :mod:`hango.client`, the typed client of the API.
@@ -12,10 +13,11 @@ import shutil
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from hango.client import Client, ClientError, ProblemError
-from hango.client.types import AuditEvent, CreatedUser, Decision, Event, Message, Role
+from hango.client.types import Agent, AuditEvent, CreatedUser, Decision, Event, Message, Role
 
 WIDTH = 160
 """The widest line of an event or a message, unless the terminal is wider; a longer one is shortened, ending in …"""
@@ -28,6 +30,17 @@ EDIT = {
         "new_string": "Prefer green tea, no sugar.",
     },
 }
+
+MCP_SERVER = "notes"
+"""The operator's MCP server the tour calls: deploy/quickstart.sh declares it in HANGO_MCP_CONFIG, running
+examples/mcp/notes_server.py."""
+NOTE = {"name": "tea.md", "text": "Green tea, no sugar."}
+ANNOTATION_WORDS = (
+    ("readOnlyHint", "read-only"),
+    ("destructiveHint", "destructive"),
+    ("idempotentHint", "idempotent"),
+    ("openWorldHint", "open-world"),
+)
 
 
 def wait_until_ready(base: str) -> None:
@@ -137,6 +150,7 @@ def main(base: str, owner_token: str) -> None:
         say("the audit trail of this run's decisions, oldest first (owners and admins only):")
         for row in _decision_audit(owner, decided):
             print(audit_line(row))
+        _mcp_call(base, owner, admin, member)
         _leave_one_for_you(base, owner, created["id"], admin, member)
 
 
@@ -150,6 +164,119 @@ def _decision_audit(owner: Client, approval_ids: list[str]) -> list[AuditEvent]:
         )
     ]
     return sorted(rows, key=lambda row: row["created_at"])
+
+
+def mcp_shown(approval: Mapping[str, Any]) -> list[str]:
+    """What a reviewer is shown of an MCP call, one line each: server and trust, tool, description, what the
+    annotations say (a destructive tool's in capitals), and the digest of the definition the call is bound to."""
+    mcp = approval["mcp"]
+    words = [word for key, word in ANNOTATION_WORDS if mcp["annotations"].get(key) is True]
+    said = ", ".join(word.upper() if word == "destructive" else word for word in words) or "none"
+    title = f"{mcp['title']} ({mcp['tool']})" if mcp["title"] else mcp["tool"]
+    return [
+        f"  server: {mcp['server']} ({'trusted' if mcp['trusted'] else 'untrusted'})",
+        f"  tool: {title}",
+        f"  description: {mcp['description']}",
+        f"  annotations: {said}",
+        f"  definition_sha256: {approval['definition_sha256']}",
+    ]
+
+
+def tool_results(messages: list[Message]) -> list[str]:
+    """Each tool result of a run's messages as ``  TOOL: CONTENT`` on one line, the tool named from the call it
+    answers."""
+    names = {
+        block["id"]: block["name"]
+        for message in messages
+        for block in message["content"]
+        if block.get("type") == "tool_use"
+    }
+    return [
+        _result_line(names.get(block["tool_use_id"], "?"), block)
+        for message in messages
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+
+
+def _result_line(tool: str, block: dict[str, Any]) -> str:
+    error = "(error) " if block.get("is_error") else ""
+    return " ".join(f"  {tool}: {error}{block['content']}".splitlines())
+
+
+def _mcp_agent(owner: Client) -> Agent | None:
+    """An agent taking every tool of the MCP server :data:`MCP_SERVER`; ``None`` when this hango has no such server
+    (the tour run against a server other than the quickstart's)."""
+    try:
+        return owner.create_agent(
+            {
+                "name": f"mcp-notes-{uuid.uuid4().hex[:6]}",
+                "system_prompt": "You keep notes with the notes server.",
+                "model": {
+                    "provider": "scripted",
+                    "script": [
+                        {"text": "Saving the note.", "tool_calls": [_mcp_call_of("save_note", **NOTE)]},
+                        {"text": "Reading it back.", "tool_calls": [_mcp_call_of("read_note", name=NOTE["name"])]},
+                        {"text": "Saved and read back."},
+                    ],
+                },
+                "tools": [f"mcp__{MCP_SERVER}__*"],
+            }
+        )
+    except ProblemError as refused:
+        if not any("unknown MCP server" in error["message"] for error in refused.errors):
+            raise
+        say(f"this hango has no MCP server named {MCP_SERVER} (deploy/quickstart.sh declares one): no MCP call")
+        return None
+
+
+def _mcp_call_of(tool: str, **args: str) -> dict[str, Any]:
+    """A scripted call to a tool of :data:`MCP_SERVER`, by the name hango gives it (``mcp__<server>__<tool>``)."""
+    return {"name": f"mcp__{MCP_SERVER}__{tool}", "args": args}
+
+
+def _mcp_call(base: str, owner: Client, admin: CreatedUser, member: CreatedUser) -> None:
+    """A run of an agent with the tools of an MCP server: its call to save_note waits (the server says the tool is
+    destructive), the admin approves it, the server writes the note; read_note (a trusted server's tool that says
+    it only reads) runs without a reviewer."""
+    created = _mcp_agent(owner)
+    if created is None:
+        return
+    waiting = {name: rule for name, rule in created["effective_interrupt_on"].items() if name.startswith("mcp__")}
+    say(
+        f"an agent takes the tools of the MCP server {MCP_SERVER} (mcp__{MCP_SERVER}__*); those whose calls wait for "
+        "a reviewer by default:"
+    )
+    print(json.dumps(waiting, indent=2))
+    with Client(base, member["token"]) as as_member, Client(base, admin["token"]) as as_admin:
+        run = as_member.create_run(created["id"], "Remember: green tea, no sugar.")
+        say(f"the member starts run {run['id']}; watching its events live")
+        width = line_width()
+        for event in as_member.run_events(run["id"]):
+            print(event_line(event, width), flush=True)
+            if event["type"] == "run.awaiting_approval":
+                _approve_mcp_call(run["id"], as_admin)
+        final = as_member.get_run(run["id"])
+        say(
+            f"the run is {final['state']}; read_note ran without a reviewer (a trusted server's tool that says it only "
+            "reads). What the MCP server answered, as the model read it:"
+        )
+        # Whole, not shortened to the width: the answers of the tour's own two calls, the approval id at the end.
+        for line in tool_results(list(as_member.iter_messages(run["id"]))):
+            print(line)
+
+
+def _approve_mcp_call(run_id: str, admin: Client) -> None:
+    """Show the waiting MCP call as a reviewer sees it, then approve it as the admin."""
+    [approval] = admin.list_run_approvals(run_id)["items"]
+    say(f"paused: {approval['tool_name']} {json.dumps(approval['arguments'])} waits; a reviewer is shown")
+    for line in mcp_shown(dict(approval)):
+        print(line)
+    decided = admin.decide(run_id, [{"tool_call_id": approval["tool_call_id"], "decision": "approve"}])
+    say(
+        f"the admin approves: HTTP 200, run {decided['run']['state']}; the call goes to the server with the approval "
+        f"id {approval['id']} as its idempotency key"
+    )
 
 
 def _leave_one_for_you(base: str, owner: Client, agent_id: str, admin: CreatedUser, member: CreatedUser) -> None:

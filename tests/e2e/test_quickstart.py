@@ -1,8 +1,9 @@
 """``bash deploy/quickstart.sh`` as a newcomer runs it, with a data folder and a port of the test's own.
 
 The script installs nothing here: the .venv the tests run in is the one it uses, recorded as up to date by
-tests/run.sh. One test serves, plays the tour, meets a second quickstart, decides the run the tour leaves in the
-inbox, and stops on Ctrl-C; the other finds the port taken.
+tests/run.sh. One test serves, plays the tour (its MCP call included, through the demo server the script declares),
+meets a second quickstart, decides the run the tour leaves in the inbox, and stops on Ctrl-C; the other finds the port
+taken.
 """
 
 from __future__ import annotations
@@ -115,6 +116,30 @@ def _check_events_are_whole_lines(lines: list[str]) -> None:
             json.loads(line.split(": ", 1)[1])  # the whole of the data
 
 
+def _check_the_mcp_call(output: str, data: Path) -> None:
+    """The tour's MCP call: the operator's file names the demo server, save_note alone waits, the reviewer sees a
+    destructive tool of a trusted server, and once the admin approves, the server writes the note with the approval
+    id as its idempotency key; read_note runs unreviewed and reads it back."""
+    config = json.loads((data / "mcp.json").read_text())
+    assert config["mcpServers"]["notes"]["command"] == str(ROOT / ".venv" / "bin" / "python")
+    assert "\n== an agent takes the tools of the MCP server notes" in output, output
+    lines = output.splitlines()
+    waiting = json.loads("\n".join(_section(lines, "an agent takes the tools of the MCP server notes")))
+    assert list(waiting) == ["mcp__notes__save_note"], waiting
+    shown = _section(lines, "paused: mcp__notes__save_note")
+    assert "  server: notes (trusted)" in shown, shown
+    assert "  annotations: DESTRUCTIVE" in shown, shown
+    approved = re.search(r"the approval id ([0-9a-f-]+) as its idempotency key", output)
+    assert approved is not None, output
+    results = _section(lines, "the run is succeeded; read_note ran without a reviewer")
+    assert results == [
+        f"  mcp__notes__save_note: saved note tea.md (20 characters) to {data / 'notes' / 'tea.md'} "
+        f"(idempotency key {approved[1]})",
+        "  mcp__notes__read_note: Green tea, no sugar.",
+    ], results
+    assert (data / "notes" / "tea.md").read_text() == "Green tea, no sugar."
+
+
 def _audit_rows(output: str) -> list[dict[str, object]]:
     """The audit rows the tour printed, each a line of compact JSON."""
     lines = _section(output.splitlines(), "the audit trail")
@@ -154,6 +179,7 @@ def test_the_quickstart_serves_the_tour_and_leaves_a_running_hango_alone(
             ("approval.decide", "success"),
         ]
         assert len({row["target_id"] for row in audit}) == 1, audit
+        _check_the_mcp_call(output, data)
 
         # The tour again on the same tenant: the audit it prints is its own run's, not the tenant's history.
         token = json.loads((data / "owner.json").read_text())["token"]

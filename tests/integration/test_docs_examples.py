@@ -56,9 +56,11 @@ def runnable_blocks(document: Path) -> list[Block]:
 
 def test_the_marked_blocks_are_found() -> None:
     found = {str(document.relative_to(ROOT)): len(runnable_blocks(document)) for document in DOCUMENTS}
-    # README: the first agent's commands, the client, the webhook check; note 15: a tool module.
+    # README: the first agent's commands, the client, the webhook check; note 15: a tool module; note 17: an MCP
+    # tool's definition digest recomputed.
     assert found["README.md"] >= 3
     assert found["docs/learning/15-human-in-the-loop.md"] >= 1
+    assert found["docs/learning/17-mcp-and-approval.md"] >= 1
 
 
 @pytest.fixture(scope="module")

@@ -90,3 +90,57 @@ def test_an_audit_row_is_compact_json_of_who_did_what_and_is_never_shortened(tou
         "target_id": "p1",
         "detail": row["detail"],
     }
+
+
+def test_an_mcp_call_is_shown_by_server_trust_tool_description_annotations_and_digest(tour: ModuleType) -> None:
+    approval = {
+        "mcp": {
+            "server": "notes",
+            "tool": "save_note",
+            "title": "Save a note",
+            "description": "Write a note.",
+            "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False},
+            "trusted": True,
+            "definition_sha256": "ab" * 32,
+        },
+        "definition_sha256": "ab" * 32,
+    }
+    assert tour.mcp_shown(approval) == [
+        "  server: notes (trusted)",
+        "  tool: Save a note (save_note)",
+        "  description: Write a note.",
+        "  annotations: DESTRUCTIVE",
+        f"  definition_sha256: {'ab' * 32}",
+    ]
+    untitled = {**approval["mcp"], "title": None, "trusted": False, "annotations": {"readOnlyHint": True}}
+    shown = tour.mcp_shown({**approval, "mcp": untitled})
+    assert shown[:2] == ["  server: notes (untrusted)", "  tool: save_note"]
+    assert shown[3] == "  annotations: read-only"
+
+
+def test_each_tool_result_is_one_line_named_by_the_call_it_answers(tour: ModuleType) -> None:
+    messages: list[Message] = [
+        {
+            "seq": 2,
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Saving."},
+                {"type": "tool_use", "id": "c1", "name": "mcp__notes__save_note", "input": {}},
+                {"type": "tool_use", "id": "c2", "name": "mcp__notes__read_note", "input": {}},
+            ],
+            "subagent_call_id": None,
+        },
+        {
+            "seq": 3,
+            "role": "tool",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": "saved\nto tea.md", "is_error": False},
+                {"type": "tool_result", "tool_use_id": "c2", "content": "no such note", "is_error": True},
+            ],
+            "subagent_call_id": None,
+        },
+    ]
+    assert tour.tool_results(messages) == [
+        "  mcp__notes__save_note: saved to tea.md",
+        "  mcp__notes__read_note: (error) no such note",
+    ]
