@@ -414,6 +414,9 @@ class Settings(BaseSettings):
     mcp_max_processes: WholeNumber = Field(
         default=8, description="stdio MCP server processes one worker process keeps at most (the least used stops)"
     )
+    mcp_max_http_sessions: WholeNumber = Field(
+        default=32, description="streamable HTTP MCP sessions one process keeps at most (the least used closes)"
+    )
     mcp_allow_private_urls: Flag = Field(
         default=False,
         description="true allows tenant MCP server URLs on private, loopback and link-local addresses (and plain "

@@ -7,7 +7,8 @@ the loop a coroutine and waits for it with a deadline.
 
 Sessions are reused: a stdio server is one process per tenant and server, serving every call of that tenant in
 this worker process, started again when it died; at most ``HANGO_MCP_MAX_PROCESSES`` live at once (the least
-recently used one stops for a new one). Streamable HTTP sessions are reused the same way.
+recently used idle one stops for a new one). Streamable HTTP sessions are reused the same way, at most
+``HANGO_MCP_MAX_HTTP_SESSIONS`` of them.
 
 Every failure is a value or a :class:`McpUnavailable`, never a stalled caller: opening a session and listing are
 bounded by ``HANGO_MCP_TIMEOUT``, a call by the timeout it is given (``HANGO_TOOL_TIMEOUT``), after which the SDK
@@ -266,8 +267,7 @@ class McpClients:
         """The task that owns one session: opens it, serves until told to close or the server goes, closes it."""
         session = _Session(key, server)
         try:
-            if server.transport == "stdio":
-                await self._make_room()
+            await self._make_room(server.transport)
             async with self._client(server, session) as client:
                 session.client = client
                 self._sessions[key] = session
@@ -298,11 +298,10 @@ class McpClients:
         )
 
     def _transport(self, server: ServerSpec, session: _Session) -> Any:
+        def failed(reason: str) -> None:
+            session.failure = reason
+
         if server.command is not None:
-
-            def failed(reason: str) -> None:
-                session.failure = reason
-
             return stdio_transport(
                 server.command,
                 server.args,
@@ -324,18 +323,29 @@ class McpClients:
             except RefusedUrl as exc:
                 log.warning("mcp url refused", extra={"mcp_server": server.name, **exc.log_fields()})
                 raise McpUnavailable(server.name, f"its URL {exc}") from None
-        return http_transport(server.url, server.headers, target, timeout=self.settings.mcp_timeout.total_seconds())
+        return http_transport(
+            server.url,
+            server.headers,
+            target,
+            timeout=self.settings.mcp_timeout.total_seconds(),
+            max_message_bytes=_message_cap(self.settings),
+            on_failure=failed,
+        )
 
-    async def _make_room(self) -> None:
-        """Stop the least recently used idle stdio session when this process holds its cap of them."""
-        stdio = [s for s in self._sessions.values() if s.alive and s.spec.transport == "stdio"]
-        cap = self.settings.mcp_max_processes
-        idle = sorted((s for s in stdio if s.in_use == 0), key=lambda s: s.last_used)
-        for session in idle[: max(0, len(stdio) - cap + 1)]:
+    async def _make_room(self, transport: str) -> None:
+        """Stop the least recently used idle sessions of a transport when this process holds its cap of them:
+        ``HANGO_MCP_MAX_PROCESSES`` stdio servers, ``HANGO_MCP_MAX_HTTP_SESSIONS`` streamable HTTP ones."""
+        same = [s for s in self._sessions.values() if s.alive and s.spec.transport == transport]
+        if transport == "stdio":
+            cap, what = self.settings.mcp_max_processes, "MCP server processes (HANGO_MCP_MAX_PROCESSES)"
+        else:
+            cap, what = self.settings.mcp_max_http_sessions, "MCP HTTP sessions (HANGO_MCP_MAX_HTTP_SESSIONS)"
+        idle = sorted((s for s in same if s.in_use == 0), key=lambda s: s.last_used)
+        for session in idle[: max(0, len(same) - cap + 1)]:
             session.closing.set()
             await session.ended.wait()
-        if len(stdio) - len(idle) >= cap:
-            raise McpUnavailable("", f"this worker already runs {cap} MCP server processes (HANGO_MCP_MAX_PROCESSES)")
+        if len(same) - len(idle) >= cap:
+            raise McpUnavailable("", f"this process already holds {cap} {what}, all busy")
 
     async def _close_all(self) -> None:
         sessions = list(self._sessions.values())

@@ -30,6 +30,9 @@ Scope = Literal["operator", "tenant"]
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _STDIO_FIELDS = {"command", "args", "env", "description", "type", "cwd"}
 _HTTP_FIELDS = {"url", "headers", "description", "type"}
+# The ``type`` an entry may give, as MCP clients spell it.
+_STDIO_TYPES = {"stdio"}
+_HTTP_TYPES = {"http", "streamable-http", "streamableHttp", "streamable_http"}
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,14 @@ def _operator_server(name: Any, entry: Any, environ: Mapping[str, str]) -> Serve
     unknown = sorted(set(entry) - allowed)
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}: unknown field")
+    kind = entry.get("type")
+    expected = _STDIO_TYPES if "command" in entry else _HTTP_TYPES
+    if kind is not None and kind not in expected:
+        given = "command" if "command" in entry else "url"
+        raise ConfigError(
+            f"{where}.type: {kind!r} is not a transport hango speaks with a {given} (use "
+            f"{' or '.join(sorted(expected))}; the older SSE transport is not supported)"
+        )
     description = _text(entry.get("description", ""), f"{where}.description", environ)
     if "command" in entry:
         return ServerSpec(

@@ -112,7 +112,7 @@ async def _read_lines(
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         if len(buffer) > cap or any(len(line) > cap for line in lines):
-            raise MessageTooLarge(f"MCP server {server} sent a message over {cap} bytes; its session was ended")
+            raise MessageTooLarge(f"it sent a message over {cap} bytes; its session was ended")
         for line in lines:
             if not line.strip():
                 continue
@@ -143,11 +143,49 @@ async def _stop(process: Process) -> None:
         await process.aclose()
 
 
-class PinnedAddress(httpx2.AsyncHTTPTransport):
+class BoundedTransport(httpx2.AsyncHTTPTransport):
+    """Caps the body of every answer to a POST (one request's answer: a JSON message, or the SSE events of one
+    request) at ``max_bytes``: a server answering without end ends its session, not the worker's memory. The
+    session's long-lived GET stream is left alone (the SDK caps each of its events)."""
+
+    def __init__(self, max_bytes: int, on_failure: Callable[[str], None], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._max_bytes = max_bytes
+        self._on_failure = on_failure
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send the request; a POST's answer is read through the cap."""
+        response = await super().handle_async_request(request)
+        if request.method == "POST":
+            response.stream = _CappedStream(response.stream, self._max_bytes, self._on_failure)
+        return response
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    def __init__(self, stream: Any, max_bytes: int, on_failure: Callable[[str], None]) -> None:
+        self._stream = stream
+        self._max_bytes = max_bytes
+        self._on_failure = on_failure
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._stream:
+            seen += len(chunk)
+            if seen > self._max_bytes:
+                reason = f"it sent an answer over {self._max_bytes} bytes; its session was ended"
+                self._on_failure(reason)
+                raise MessageTooLarge(reason)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class PinnedAddress(BoundedTransport):
     """Connects every request for the target's host to the address checked when the session opened."""
 
-    def __init__(self, target: Target, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, target: Target, max_bytes: int, on_failure: Callable[[str], None], **kwargs: Any) -> None:
+        super().__init__(max_bytes, on_failure, **kwargs)
         self._target = target
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -163,10 +201,21 @@ class PinnedAddress(httpx2.AsyncHTTPTransport):
 
 @asynccontextmanager
 async def http_transport(
-    url: str, headers: Mapping[str, str], target: Target | None, *, timeout: float
+    url: str,
+    headers: Mapping[str, str],
+    target: Target | None,
+    *,
+    timeout: float,
+    max_message_bytes: int,
+    on_failure: Callable[[str], None],
 ) -> AsyncIterator[TransportStreams]:
-    """A streamable HTTP session's streams; with a ``target``, pinned to its checked address."""
-    transport = PinnedAddress(target) if target is not None else httpx2.AsyncHTTPTransport()
+    """A streamable HTTP session's streams, each answer capped; with a ``target``, pinned to its checked
+    address."""
+    transport = (
+        PinnedAddress(target, max_message_bytes, on_failure)
+        if target is not None
+        else BoundedTransport(max_message_bytes, on_failure)
+    )
     client = httpx2.AsyncClient(
         headers=dict(headers),
         timeout=httpx2.Timeout(timeout, read=max(timeout, 300.0)),

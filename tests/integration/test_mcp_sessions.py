@@ -186,3 +186,21 @@ def test_a_tenants_streamable_http_server_is_reused_carries_the_key_and_loopback
     assert [call["meta"].get("io.hango/idempotency-key") for call in calls] == [key, None]
     assert len({call["pid"] for call in calls}) == 1
     assert (tmp_path / "h.md").read_text() == "over http"
+
+
+def test_an_http_answer_over_the_message_cap_ends_the_call_with_an_error_not_the_workers_memory(
+    settings: Settings, tmp_path: Path
+) -> None:
+    clients = McpClients(settings.replace(mcp_allow_private_urls=True, max_tool_result_bytes=1000), {})
+    tenant = uuid.uuid4()
+    try:
+        with http_server("flood", {"RECORD_FILE": str(tmp_path / "calls.jsonl")}) as url:
+            server = ServerSpec("flood", "tenant", False, url=url)
+            small = clients.call_tool(tenant, server, "big", {"size": 2000}, timeout=10)
+            assert not small.is_error
+            assert "[result cut: it had 2000 bytes" in small.text
+            flooded = clients.call_tool(tenant, server, "big", {"size": 3_000_000}, timeout=20)
+            assert flooded.is_error
+            assert "over 1048576 bytes" in flooded.text
+    finally:
+        clients.close()

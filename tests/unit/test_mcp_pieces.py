@@ -109,6 +109,7 @@ def test_the_operator_file_reads_both_kinds_and_the_environment(tmp_path: Path) 
         ('{"mcpServers": {"a": {"command": "x", "args": [1]}}}', "mcpServers.a.args[0]: must be a string"),
         ('{"mcpServers": {"a": {"url": "ftp://x"}}}', "mcpServers.a.url: must be an http or https URL"),
         ('{"mcpServers": {"a": {"command": "${NOPE}"}}}', "mcpServers.a.command: ${NOPE} is not set"),
+        ('{"mcpServers": {"a": {"url": "https://x", "type": "sse"}}}', "mcpServers.a.type: 'sse' is not a transport"),
     ],
 )
 def test_a_malformed_operator_file_names_its_entry(tmp_path: Path, document: str, message: str) -> None:
