@@ -147,6 +147,17 @@ def test_an_executed_call_is_an_execute_tool_span_with_its_outcome(spans: InMemo
     assert "secret" not in str([ok.attributes, failed.attributes])
 
 
+def test_an_mcp_calls_span_names_its_server_and_its_tool(spans: InMemorySpanExporter) -> None:
+    request = _request(ToolCall("c2", "mcp__git__git_log", {"repo_path": "/srv/repo"}))
+    Tracing({}).wrap_tool_call(request, _ran)
+    span = _one(spans)
+    assert span.name == "execute_tool mcp__git__git_log"
+    attributes = dict(span.attributes or {})
+    assert attributes["gen_ai.tool.name"] == "mcp__git__git_log"
+    assert (attributes["hango.mcp.server"], attributes["hango.mcp.tool"]) == ("git", "git_log")
+    assert "/srv/repo" not in str(attributes)
+
+
 @pytest.mark.parametrize(
     ("kind", "args", "changed"),
     [
