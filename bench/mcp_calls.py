@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import platform
 import subprocess
 import sys
@@ -38,6 +39,7 @@ from hango.agent.tools.base import Tool, ToolContext, execute
 from hango.kernel.config import Settings
 from hango.mcp.client import McpClients
 from hango.mcp.config import ServerSpec
+from hango.mcp.transports import stdio_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 ARGS = ("-m", "bench.mcp_echo_server")
@@ -111,8 +113,12 @@ def main() -> None:
     finally:
         clients.close()
     sdk_reused, sdk_first = sdk_calls(rounds)
-    interpreter = timed(10, lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
-    imports = timed(5, lambda: subprocess.run([sys.executable, "-c", "import bench.mcp_echo_server"], check=True))
+    # As hango starts a stdio server: only PATH, HOME and LANG of this environment, and the server's own.
+    env = stdio_environment(ENV, os.environ)
+    interpreter = timed(10, lambda: subprocess.run([sys.executable, "-c", "pass"], check=True, env=env))
+    imports = timed(
+        10, lambda: subprocess.run([sys.executable, "-c", "import bench.mcp_echo_server"], check=True, env=env)
+    )
 
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, mcp {version('mcp')}")
     print(f"{'built-in tool call (hango execute)':44} {summary(builtin)}")
