@@ -14,10 +14,11 @@ from hango.kernel.models import DECISIONS
 from hango.platform.db import Database
 from hango.platform.runtime import Runtime, tool_registry
 from hango.run.expiry import expire_stale
-from tests.integration.conftest import TenantFixture, wait_for_state
+from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, suspended_run, write_memory
 
 pytestmark = pytest.mark.usefixtures("worker_process")
+SETTLING = ("hango_runs_by_state", "hango_approvals_pending")
 
 
 def _samples(client: FlaskClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -33,22 +34,30 @@ def _value(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: 
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-def _settled_samples(client: FlaskClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """The samples once no run is queued or running: the gauges count the whole database, and the session worker,
-    when this test is the first to start it, still takes up the runs earlier tests only created."""
-    deadline = time.monotonic() + 60
+def _settled_samples(
+    client: FlaskClient, tenant: TenantFixture
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The samples once the session worker is up and the runs' states stop moving: the gauges count the whole
+    database, and the session worker, when this test is the first to start it, still takes up the runs earlier
+    tests only created. A run of this test finishing says the worker is consuming; the states then settle. (Runs
+    queued for a test's own worker, long gone, stay queued: waiting for no queued run at all would never end.)"""
+    sentinel = start_run(client, tenant.owner, create_agent(client, tenant.owner, [{"text": "up"}]))
+    wait_for_state(client, tenant.owner, sentinel, {"succeeded"})
+    deadline = time.monotonic() + 30
+    previous = None
     while True:
         samples = _samples(client)
-        busy = sum(_value(samples, "hango_runs_by_state", state=state) for state in ("queued", "running"))
-        if not busy or time.monotonic() > deadline:
+        states = {key: value for key, value in samples.items() if key[0] in SETTLING}
+        if states == previous or time.monotonic() > deadline:
             return samples
-        time.sleep(0.2)
+        previous = states
+        time.sleep(0.5)
 
 
 def test_the_approval_series_follow_suspensions_decisions_and_expiries(
     client: FlaskClient, tenant: TenantFixture, db: Database, settings: Settings
 ) -> None:
-    before = _settled_samples(client)
+    before = _settled_samples(client, tenant)
     assert ("hango_runs_by_state", (("state", "awaiting_approval"),)) in before
     first = suspended_run(client, tenant, [{"tool_calls": [write_memory(call_id="w")]}])
     second = suspended_run(client, tenant, [{"tool_calls": [write_memory(call_id="w")]}])
