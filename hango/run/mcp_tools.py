@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hango.agent.loop import RunStopped
-from hango.agent.mcp import PinnedTool, definition_sha256, parse_name, pinned_of, selects, servers_named
+from hango.agent.mcp import MAX_TOOL_NAME, PinnedTool, definition_sha256, parse_name, pinned_of, selects, servers_named
 from hango.agent.spec import AgentSpec
 from hango.agent.tools.base import ToolContext, ToolError
 from hango.kernel.errors import HangoError
@@ -58,12 +58,17 @@ def pinned_tools(runtime: Runtime, run: Run, lease: Lease, agent: AgentSpec) -> 
     servers = servers_named(names)
     if not servers:
         return {}
-    pinned = [
+    selected = [
         tool
         for server in servers
         for tool in _listed(runtime, run.tenant_id, server)
         if selects(names, tool.hango_name)
     ]
+    # A wildcard may take a tool whose name, with its server's, is longer than model providers accept.
+    pinned = [tool for tool in selected if len(tool.hango_name) <= MAX_TOOL_NAME]
+    if len(pinned) < len(selected):
+        skipped = [tool.hango_name for tool in selected if len(tool.hango_name) > MAX_TOOL_NAME]
+        log.warning("mcp tools left out: names over 64 characters", extra={"run_id": str(run.id), "tools": skipped})
     stored = [tool.to_json() for tool in pinned]
     with unit_of_work(runtime) as work:
         if run_store.advance(work.session, run.id, lease.owner, {"mcp_tools": stored}) is None:

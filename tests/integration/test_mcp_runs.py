@@ -93,7 +93,7 @@ def _call(call_id: str, tool: str, **args: Any) -> dict[str, Any]:
 
 
 def test_a_write_waits_for_a_human_and_runs_once_with_its_approval_id_while_a_trusted_read_runs_at_once(
-    mcp: Fixture, tenant: TenantFixture
+    mcp: Fixture, tenant: TenantFixture, db: Database
 ) -> None:
     script = [
         {"tool_calls": [_call("r", "peek", name="a.md")]},
@@ -116,6 +116,10 @@ def test_a_write_waits_for_a_human_and_runs_once_with_its_approval_id_while_a_tr
     assert pokes[0]["meta"]["io.hango/idempotency-key"] == item["id"]
     results = tool_results(mcp.client, tenant.owner, run_id)
     assert results["r"]["content"] == "(no such note)"
+    with db.transaction() as session:
+        pinned = session.scalar(text("SELECT mcp_tools FROM runs WHERE id = :id"), {"id": run_id})
+    # The wildcard took every tool but the one whose hango name would pass 64 characters.
+    assert sorted(tool["listed"]["name"] for tool in pinned) == ["big", "peek", "plain", "poke", "slow_poke"]
     assert "wrote 5 characters" in results["w"]["content"]
 
 

@@ -85,6 +85,15 @@ def slow_poke(name: str, text: str, seconds: float, context: Context) -> str:
     return f"wrote {name} after {seconds}s"
 
 
+@app.tool(
+    name="a_tool_whose_name_is_longer_than_model_providers_accept_with_its_prefix",
+    annotations=ToolAnnotations(readOnlyHint=True),
+)
+def too_long(context: Context) -> str:
+    """Named past what a model provider accepts once hango prefixes it: a wildcard leaves it out."""
+    return "unreachable"
+
+
 @app.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def big(size: int, context: Context) -> str:
     """A text result of ``size`` characters."""
