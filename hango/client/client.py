@@ -371,9 +371,7 @@ class Client:
         description: str = "",
     ) -> McpServer:
         """Add a streamable HTTP server to the tenant; ``headers`` (an API key, say) are never shown again."""
-        body: dict[str, Any] = {"name": name, "url": url, "trusted": trusted, "description": description}
-        if headers is not None:
-            body["headers"] = headers
+        body = {"name": name, **_server_body(url, headers, trusted, description)}
         return cast(McpServer, self._request("POST", "/v1/mcp-servers", json=body))
 
     def update_mcp_server(
@@ -387,9 +385,7 @@ class Client:
     ) -> McpServer:
         """Replace a tenant server's URL, trust and description; ``headers`` ``None`` keeps the stored ones, a
         mapping (``{}`` included) replaces them."""
-        body: dict[str, Any] = {"url": url, "trusted": trusted, "description": description}
-        if headers is not None:
-            body["headers"] = headers
+        body = _server_body(url, headers, trusted, description)
         return cast(McpServer, self._request("PUT", f"/v1/mcp-servers/{_segment(name)}", json=body))
 
     def delete_mcp_server(self, name: str) -> None:
@@ -475,3 +471,11 @@ def _segment(text: str) -> str:
 
 def _file_url(agent_id: str, path: str) -> str:
     return f"/v1/agents/{agent_id}/files/{quote(path.lstrip('/'))}"
+
+
+def _server_body(url: str, headers: dict[str, str] | None, trusted: bool, description: str) -> dict[str, Any]:
+    """A server's body for ``POST`` or ``PUT /v1/mcp-servers``: ``headers`` left out when ``None`` (kept by a PUT)."""
+    body: dict[str, Any] = {"url": url, "trusted": trusted, "description": description}
+    if headers is not None:
+        body["headers"] = headers
+    return body

@@ -162,3 +162,21 @@ def messages_of(client: FlaskClient, person: Person, run_id: str) -> list[dict[s
     assert response.status_code == 200, response.json
     items: list[dict[str, Any]] = response.json["items"]
     return items
+
+
+CHROMIUM = "/usr/bin/chromium"
+LIVE = 15_000  # ms: how long the page may take to show what the stream says
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium driven by Playwright, for one module's browser tests."""
+    from playwright.sync_api import expect, sync_playwright
+
+    # What a page shows after a request or an event may take a while on a loaded machine: every expectation waits
+    # as long as the live ones do, not Playwright's default of five seconds.
+    expect.set_options(timeout=LIVE)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()

@@ -17,32 +17,19 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from hango.kernel.config import Settings
 from hango.platform.db import Database
 from hango.platform.runtime import Runtime
 from hango.run.expiry import expire_run
-from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
+from tests.integration.conftest import LIVE, Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, tool_results, write_memory
 from tests.support.processes import api_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("worker_process")]
-CHROMIUM = "/usr/bin/chromium"
 SCRIPT = [{"text": "Saving.", "tool_calls": [write_memory("new line", call_id="w")]}, {"text": "Done."}]
-LIVE = 15_000  # ms: how long the page may take to show what the stream says
 MINUS = "\u2212"  # a removed line's marker, in its own column
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    # What a page shows after a request or an event may take a while on a loaded machine: every expectation waits
-    # as long as the live ones do, not Playwright's default of five seconds.
-    expect.set_options(timeout=LIVE)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

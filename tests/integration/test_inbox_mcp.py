@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from hango.kernel.config import Settings
 from hango.platform.db import Database
-from tests.integration.conftest import TenantFixture, wait_for_state
+from tests.integration.conftest import LIVE, TenantFixture, wait_for_state
 from tests.integration.hitl_helpers import tool_results
 from tests.integration.mcp_helpers import (
     HOSTILE_DESCRIPTION,
@@ -26,18 +26,9 @@ from tests.integration.mcp_helpers import (
     mcp_stack,
     waiting_call,
 )
-from tests.integration.test_inbox_browser import CHROMIUM, LIVE, shot, sign_in
+from tests.integration.test_inbox_browser import shot, sign_in
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    expect.set_options(timeout=LIVE)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -12,27 +12,16 @@ from collections.abc import Iterator
 
 import pytest
 from flask.testing import FlaskClient
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from hango.kernel.config import Settings
-from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
+from tests.integration.conftest import LIVE, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, write_memory
-from tests.integration.test_inbox_browser import CHROMIUM, LIVE, MINUS, SCRIPT, diff_rows, shot, sign_in
+from tests.integration.test_inbox_browser import MINUS, SCRIPT, diff_rows, shot, sign_in
 from tests.support.processes import api_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("worker_process")]
 VOTED = "You have voted on this call: the other reviewers decide the rest."
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    # What a page shows after a request or an event may take a while on a loaded machine: every expectation waits
-    # as long as the live ones do, not Playwright's default of five seconds.
-    expect.set_options(timeout=LIVE)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")
