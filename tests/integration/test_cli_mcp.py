@@ -129,3 +129,22 @@ def test_mcp_tools_of_an_unknown_or_unreachable_server_is_exit_status_1(
     assert refused.returncode == 1
     assert refused.stderr.startswith(f"error: 502 MCP server unavailable: MCP server {name} is unavailable")
     assert refused.stdout == ""
+
+
+def test_the_clients_update_replaces_given_headers_and_keeps_them_when_left_out(
+    base: str, tenant: TenantFixture, docs: KeyedServer
+) -> None:
+    from hango.client import Client, ProblemError
+
+    name = f"keyed-{uuid.uuid4().hex[:6]}"
+    _add_server(base, tenant.owner, name, docs.url, {"X-Api-Key": "not-the-key"})
+    with Client(base, tenant.owner.token) as client:
+        with pytest.raises(ProblemError):
+            client.mcp_server_tools(name)
+        updated = client.update_mcp_server(name, docs.url, headers={"X-Api-Key": KEY}, description="Docs, keyed")
+        assert updated["description"] == "Docs, keyed"
+        assert updated["trusted"] is False
+        assert client.mcp_server_tools(name)
+        client.update_mcp_server(name, docs.url, trusted=True)  # headers left out: kept
+        assert client.mcp_server(name)["trusted"] is True
+        assert [tool["name"] for tool in client.mcp_server_tools(name)]
