@@ -31,7 +31,7 @@ from hango.platform.db import Database
 from hango.run.mcp_tools import DRIFT_ERROR
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import audit_rows, decide, pending, tool_results
-from tests.support.mcp import stdio_entry
+from tests.support.mcp import python_env, stdio_entry
 from tests.support.processes import api_server, wait_until, worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +71,7 @@ def configured(settings: Settings, db: Database, tmp_path_factory: pytest.TempPa
         "command": sys.executable,
         "args": ["-m", "tests.support.mcp_fixture_server"],
         "cwd": str(ROOT),
-        "env": {"NOTES_DIR": str(notes), "RECORD_FILE": str(record), "DRIFT_FILE": str(drift), "PYTHONPATH": str(ROOT)},
+        "env": {**python_env(), "NOTES_DIR": str(notes), "RECORD_FILE": str(record), "DRIFT_FILE": str(drift)},
     }
     broken = {"command": str(tmp_path / "no-such-server")}
     hanging = stdio_entry("hanger")
