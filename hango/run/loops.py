@@ -123,7 +123,7 @@ class Loops:
         """
         self.pinned = pinned_tools(self.runtime, self.run, self.lease, self.agent)
         if self.pinned:
-            caller = McpCalls(self.runtime, self.run)
+            caller = McpCalls(self.runtime)
             self.tools = self.runtime.tools.extended(mcp_tools(self.pinned.values(), caller))
 
     def drive(

@@ -101,9 +101,8 @@ def find_server(runtime: Runtime, tenant_id: uuid.UUID, name: str) -> ServerSpec
 class McpCalls:
     """Sends a run's MCP calls (the :data:`hango.agent.tools.mcp.McpCaller` of its worker)."""
 
-    def __init__(self, runtime: Runtime, run: Run) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
-        self._run = run
 
     def __call__(self, pinned: PinnedTool, context: ToolContext, arguments: dict[str, Any]) -> str:
         """Check the definition, send the call, and give its result text; an error result as :class:`ToolError`."""
