@@ -70,16 +70,26 @@ def text(result: CallToolResult) -> str:
     return block.text
 
 
-# Over stdio: the tests below (and hango's) start each server over HTTP where a test needs it, which lists its tools
-# first; a process start costs most of a second, so each is started here once.
-@pytest.mark.parametrize("module", sorted(TOOLS))
-def test_each_server_lists_its_tools(module: str) -> None:
-    with serving(module, "stdio") as target:
+def test_each_server_lists_its_tools() -> None:
+    """Every server's tools, in one session each over stdio (a start costs most of a second: the tests below call
+    each server over the transports they need)."""
 
-        async def names(client: Client) -> list[str]:
-            return sorted(tool.name for tool in (await client.list_tools()).tools)
+    async def names(client: Client) -> list[str]:
+        return sorted(tool.name for tool in (await client.list_tools()).tools)
 
-        assert in_session(target, names) == TOOLS[module]
+    async def every_server() -> dict[str, list[str]]:
+        listed = {}
+        async with anyio.create_task_group() as group:
+
+            async def one(module: str) -> None:
+                async with Client(parameters(stdio_entry(module)), cache=None) as client:
+                    listed[module] = await names(client)
+
+            for module in TOOLS:
+                group.start_soon(one, module)
+        return listed
+
+    assert anyio.run(every_server) == TOOLS
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
