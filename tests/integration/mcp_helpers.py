@@ -3,6 +3,7 @@
 - ``notes``: the fixture server (tests/support/mcp_fixture_server.py) as the operator's, over stdio, so trusted;
   its ``poke`` says it is destructive and not read-only.
 - ``annotated``: tests/mcp_servers/annotated.py as the operator's, whose tools carry every mix of annotations.
+- ``fs``: the third-party ``@modelcontextprotocol/server-filesystem`` as the operator's, over stdio, on ``files``.
 - ``scribe``: the fixture server again, over streamable HTTP on loopback, which a test adds to its tenant
   (untrusted) through the API; it lists ``poke`` with a title and a description full of HTML and a terminal
   escape, as a hostile server may.
@@ -29,6 +30,7 @@ from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import pending
 from tests.support.mcp import python_env, serving, stdio_entry
+from tests.support.mcp_third_party import filesystem_entry, install_missing
 from tests.support.processes import ROOT, api_server, free_port, worker
 
 HOSTILE_TITLE = "<b>Tidy</b> the notes"
@@ -42,7 +44,7 @@ POKE = {"name": "a.md", "text": "hello"}
 @dataclass(frozen=True)
 class McpStack:
     """The settings every process shares, the real API server's URL, an in-process client of the same API (to set
-    tests up), the tenant server's URL, and where ``notes`` writes and records its calls."""
+    tests up), the tenant server's URL, where ``notes`` writes and records its calls, and the folder ``fs`` serves."""
 
     settings: Settings
     base: str
@@ -50,6 +52,7 @@ class McpStack:
     scribe_url: str
     notes: Path
     record: Path
+    files: Path
 
     def calls(self) -> list[dict[str, Any]]:
         """Every ``tools/call`` the stdio server received, in order."""
@@ -70,7 +73,11 @@ def mcp_stack(settings: Settings, db: Database, folder: Path) -> Iterator[McpSta
         "env": {**python_env(), "NOTES_DIR": str(notes), "RECORD_FILE": str(record)},
     }
     config = folder / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"notes": entry, "annotated": stdio_entry("annotated")}}))
+    files = folder / "files"
+    files.mkdir()
+    install_missing()  # the third-party filesystem server (tests/run.sh installs it beforehand)
+    servers = {"notes": entry, "annotated": stdio_entry("annotated"), "fs": filesystem_entry(files)}
+    config.write_text(json.dumps({"mcpServers": servers}))
     # The tenant server listens on loopback: private addresses allowed, as an operator would for a test bed.
     own = settings.replace(
         queue=f"hango-test-{uuid.uuid4().hex[:10]}", mcp_config=str(config), mcp_allow_private_urls=True
@@ -80,7 +87,7 @@ def mcp_stack(settings: Settings, db: Database, folder: Path) -> Iterator[McpSta
         worker(own, concurrency=1, beat=False, name="mcp-review"),
         api_server(own) as base,
     ):
-        yield McpStack(own, base, create_app(own, db=db).test_client(), scribe_url, notes, record)
+        yield McpStack(own, base, create_app(own, db=db).test_client(), scribe_url, notes, record, files)
 
 
 @contextmanager

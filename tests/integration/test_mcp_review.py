@@ -53,6 +53,22 @@ def page(browser: Browser) -> Iterator[Page]:
     context.close()
 
 
+def test_a_third_party_servers_write_is_decided_in_the_inbox_and_lands_on_disk(
+    page: Page, stack: McpStack, tenant: TenantFixture
+) -> None:
+    path = str(stack.files / "from-inbox.md")
+    item = waiting_call(stack, tenant, "fs", "write_file", {"path": path, "content": "decided in the inbox\n"})
+    sign_in(page, stack.base, tenant.owner)
+    card = page.get_by_role("article", name="mcp__fs__write_file")
+    facts = card.locator("dl")
+    expect(facts.locator('[data-field="mcp-server"]')).to_have_text("fs (trusted)")
+    expect(facts.locator('[data-label="destructive"]')).to_have_class("label warning")
+    card.get_by_role("button", name="Approve").click()
+    expect(card).to_have_count(0, timeout=LIVE)
+    assert wait_for_state(stack.client, tenant.owner, item["run_id"], {"succeeded", "failed"})["state"] == "succeeded"
+    assert (stack.files / "from-inbox.md").read_text() == "decided in the inbox\n"
+
+
 def test_a_card_shows_the_server_tool_and_annotations_marks_it_destructive_and_approving_runs_it(
     page: Page, stack: McpStack, tenant: TenantFixture
 ) -> None:
