@@ -5,7 +5,8 @@ HTTP).
 any length; this one gives the process only its configured ``env`` plus ``PATH``, ``HOME`` and ``LANG`` (never
 hango's settings), caps a message at ``max_message_bytes`` (a server flooding its output without a newline ends its
 session instead of the worker's memory), drops lines that are not JSON-RPC (logged, counted), sends its standard
-error nowhere, and kills the process's whole group when the session ends.
+error nowhere, and kills the process's whole group when the session ends, or (on Linux) the moment the worker's
+process dies.
 
 **Streamable HTTP.** A tenant's URL meets the webhooks' rules against server-side request forgery when the session
 opens (:func:`hango.kernel.addresses.resolve`), and every request of the session connects to the address checked
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -34,6 +37,7 @@ from hango.kernel.addresses import Target
 log = logging.getLogger(__name__)
 # The variables of the worker's environment a stdio server also gets, besides its own ``env``.
 INHERITED = ("PATH", "HOME", "LANG")
+_SETPRIV = shutil.which("setpriv")
 _GRACE = 0.5
 
 
@@ -60,7 +64,7 @@ async def stdio_transport(
 ) -> AsyncIterator[TransportStreams]:
     """A server process and the two streams of its session; the process group is killed when the block ends."""
     process = await anyio.open_process(
-        [command, *args],
+        [*_dies_with_this_process(), command, *args],
         env=stdio_environment(env, os.environ),
         cwd=cwd,
         stderr=open(os.devnull, "wb"),  # noqa: SIM115 - the process owns it; closed with the process
@@ -100,6 +104,15 @@ async def stdio_transport(
             with anyio.CancelScope(shield=True):
                 await _stop(process)
             group.cancel_scope.cancel()
+
+
+def _dies_with_this_process() -> list[str]:
+    """A prefix that has the kernel kill the server when the thread that started it ends (Linux's parent-death
+    signal, set by util-linux's ``setpriv`` before it runs the command): a worker killed with SIGKILL, which runs no
+    clean-up, then leaves no server behind. Elsewhere, nothing: the server sees its stdin close and ends on its own."""
+    if sys.platform != "linux" or _SETPRIV is None:
+        return []
+    return [_SETPRIV, "--pdeathsig", "KILL", "--"]
 
 
 async def _read_lines(

@@ -9,6 +9,8 @@ and the next call works.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,7 +23,7 @@ from hango.kernel.config import Settings
 from hango.mcp.client import McpClients, McpUnavailable
 from hango.mcp.config import ServerSpec
 from tests.support.mcp import http_server, records, stdio_entry
-from tests.support.processes import wait_until
+from tests.support.processes import ROOT, wait_until
 
 
 def _spec(name: str, module: str, record: Path, **env: str) -> ServerSpec:
@@ -204,3 +206,33 @@ def test_an_http_answer_over_the_message_cap_ends_the_call_with_an_error_not_the
             assert "over 1048576 bytes" in flooded.text
     finally:
         clients.close()
+
+
+# A worker's stand-in: it calls the fixture server's slow_poke, which sleeps in a thread, so the server is not done
+# when its stdin closes; then it is killed with SIGKILL, which runs no clean-up.
+HOLDER = """
+import sys, uuid
+from hango.kernel.config import Settings
+from hango.mcp.client import McpClients
+from hango.mcp.config import ServerSpec
+from tests.support.mcp import python_env
+
+env = {**python_env(), "RECORD_FILE": sys.argv[1], "NOTES_DIR": sys.argv[2]}
+spec = ServerSpec("fixture", "operator", True, command=sys.executable, args=("-m", "tests.support.mcp_fixture_server"),
+                  env=env)
+McpClients(Settings(), {}).call_tool(uuid.uuid4(), spec, "slow_poke", {"name": "x", "text": "y", "seconds": 600},
+                                     timeout=600)
+"""
+
+
+def test_a_stdio_server_dies_with_a_worker_killed_without_any_clean_up(tmp_path: Path) -> None:
+    record = tmp_path / "calls.jsonl"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(record), str(tmp_path)], cwd=ROOT)
+    try:
+        wait_until(lambda: records(record), timeout=30)
+        [server] = [line["pid"] for line in records(record)]
+        assert _alive(server)
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    wait_until(lambda: not _alive(server), timeout=10)

@@ -48,7 +48,7 @@ def _record(tool: str, arguments: dict[str, Any], context: Context) -> None:
     if not path:
         return
     meta = context.request_context.meta if context.request_context else None
-    line = {"tool": tool, "arguments": arguments, "meta": dict(meta) if meta else None}
+    line = {"tool": tool, "arguments": arguments, "meta": dict(meta) if meta else None, "pid": os.getpid()}
     with open(path, "a", encoding="utf-8") as out:
         out.write(json.dumps(line, default=str) + "\n")
 
