@@ -7,7 +7,7 @@ import click
 
 from hango.agent.mcp import annotation_words
 from hango.client import McpServer, McpServerTool
-from hango.processes.cli_remote import connected, connection_options, emit_json_lines, table
+from hango.processes.cli_remote import connected, connection_options, emit_json_lines, table, terminal_safe
 
 
 @click.group()
@@ -40,7 +40,7 @@ def _server_row(server: McpServer) -> tuple[str, ...]:
         server["transport"],
         trusted,
         server.get("url") or "-",
-        server["description"] or "-",
+        terminal_safe(server["description"] or "-"),
     )
 
 
@@ -72,7 +72,8 @@ def mcp_tools(name: str, url: str, token: str, as_json: bool) -> None:
 
 def _tool_row(tool: McpServerTool) -> tuple[str, ...]:
     words = ["DESTRUCTIVE" if word == "destructive" else word for word in annotation_words(tool["annotations"])]
-    return (tool["hango_name"], ", ".join(words) or "-", tool["title"] or "-")
+    # The name and title are the server's own text: a hostile one's controls are shown escaped, never obeyed.
+    return (terminal_safe(tool["hango_name"]), ", ".join(words) or "-", terminal_safe(tool["title"] or "-"))
 
 
 def _destructive(tool: McpServerTool) -> bool:

@@ -170,3 +170,18 @@ def test_a_result_reads_as_text_with_structured_content_only_without_text_and_is
     assert _outcome(failed, 1000).is_error
     big = _outcome(CallToolResult(content=[TextContent(type="text", text="é" * 100)]), 51)
     assert big.text.startswith("é" * 25 + "\n[result cut: it had 200 bytes, over the limit of 51")
+
+
+def test_the_cli_shows_a_servers_own_text_with_its_terminal_controls_escaped() -> None:
+    from hango.processes.cli_mcp import _tool_row
+
+    tool = {
+        "name": "poke",
+        "hango_name": "mcp__x__poke",
+        "title": "Clear\x1b[2J the screen",
+        "description": "",
+        "input_schema": {},
+        "annotations": {"destructiveHint": True},
+        "definition_sha256": "0" * 64,
+    }
+    assert _tool_row(tool) == ("mcp__x__poke", "DESTRUCTIVE", "Clear\\x1b[2J the screen")  # type: ignore[arg-type]
