@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from hango.agent.mcp import PinnedTool
+from hango.agent.mcp import SERVER_NAME, PinnedTool
 from hango.api import examples
 from hango.api.audit import audit_target, audited
 from hango.api.context import principal, services
@@ -23,7 +23,7 @@ blp = Blueprint(
     "mcp_servers", __name__, url_prefix="/v1", description="MCP servers: tools from the Model Context Protocol"
 )
 
-NAME = r"^[a-z0-9-]{1,32}$"
+NAME = f"^{SERVER_NAME.pattern}$"  # the whole name, as hango.agent.mcp spells it
 # RFC 9110: a header name is a token; a value is visible ASCII, spaces and tabs (no line break can end it early).
 HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
 HEADER_VALUE = r"^[\t\x20-\x7e]*$"

@@ -15,7 +15,6 @@ anything. A user entry for the tool wins; lifting the default takes an explicit 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -173,8 +172,7 @@ class PinnedTool:
         """The rule its calls get when the agent's own rules say nothing of it; ``None``: they run unreviewed."""
         if not self.waits_by_default:
             return None
-        reason = "is not trusted" if not self.trusted else "does not say this tool only reads"
-        return {"description": f"Calls to tools of MCP server {self.server} need a reviewer: the server {reason}."}
+        return waiting_rule(self.server, "is not trusted" if not self.trusted else "does not say this tool only reads")
 
     def shown(self) -> dict[str, Any]:
         """What a reviewer of one of its calls is shown, and what the drift check compares."""
@@ -204,6 +202,11 @@ def pinned_of(stored: Iterable[Mapping[str, Any]] | None) -> dict[str, PinnedToo
     return {tool.hango_name: tool for tool in tools}
 
 
+def waiting_rule(server: str, reason: str) -> dict[str, Any]:
+    """The default rule of a server's tool whose calls wait, saying why: "the server ``reason``"."""
+    return {"description": f"Calls to tools of MCP server {server} need a reviewer: the server {reason}."}
+
+
 def default_rules(pinned: Iterable[PinnedTool]) -> dict[str, Any]:
     """The default rules of the pinned tools whose calls wait by default, by hango name."""
     return {tool.hango_name: rule for tool in pinned if (rule := tool.default_rule()) is not None}
@@ -212,8 +215,3 @@ def default_rules(pinned: Iterable[PinnedTool]) -> dict[str, Any]:
 def annotation_words(annotations: Mapping[str, Any]) -> list[str]:
     """The annotations a tool sets to true, in a reviewer's words ("read-only", "destructive", ...)."""
     return [word for key, word in ANNOTATIONS if annotations.get(key) is True]
-
-
-def compact(value: Any) -> str:
-    """Compact JSON, as a structured result is given to the model."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)

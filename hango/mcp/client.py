@@ -20,6 +20,7 @@ or environment.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import threading
@@ -36,7 +37,6 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, CallToolResult, Implementation
 
-from hango.agent.mcp import compact
 from hango.kernel.addresses import RefusedUrl, resolve
 from hango.kernel.config import Settings
 from hango.kernel.errors import HangoError
@@ -396,7 +396,7 @@ def _outcome(result: CallToolResult, cap: int) -> CallOutcome:
         else:
             others.append(_block_line(block))
     if not texts and result.structured_content is not None:
-        texts.append(compact(result.structured_content))
+        texts.append(json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False))
     text = "\n".join(texts + others)
     return CallOutcome(_capped(text, cap), is_error=bool(result.is_error))
 

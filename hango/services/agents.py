@@ -30,6 +30,7 @@ from hango.agent.mcp import (
     parse_name,
     selects,
     servers_named,
+    waiting_rule,
 )
 from hango.agent.models.factory import missing_sdk
 from hango.agent.spec import SNAPSHOT_FIELDS, AgentSpec
@@ -57,35 +58,27 @@ class SavedAgent:
     warnings: list[RuleWarning]
 
 
-def check_references(
-    config: dict[str, Any], tools: ToolRegistry, servers: Collection[str] = (), *, only_servers: bool = False
-) -> None:
+def check_references(config: dict[str, Any], tools: ToolRegistry, servers: Collection[str] = ()) -> None:
     """Every tool an agent or subagent names must be registered, or be a tool of a configured MCP server
     (``servers``, the operator's and the tenant's), and every model's SDK installed here: each unknown tool or
-    server and each provider whose SDK is missing is a 400 naming the field (and the extra to install).
-    ``only_servers`` checks the MCP names alone."""
-    errors = _tool_errors(config, tools, servers, only_servers)
-    if not only_servers:
-        errors += _model_errors(config)
+    server and each provider whose SDK is missing is a 400 naming the field (and the extra to install)."""
+    known = tools.names()
+    errors = [
+        FieldError(field, problem)
+        for field, name in _named_tools(config)
+        if (problem := _tool_problem(name, known, servers)) is not None
+    ]
+    errors += _model_errors(config)
     if errors:
         raise InvalidInput.of(errors)
 
 
-def _tool_errors(
-    config: dict[str, Any], tools: ToolRegistry, servers: Collection[str], only_servers: bool
-) -> list[FieldError]:
+def _named_tools(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every tool the configuration names, with its field: the agent's, then each subagent's."""
     named = [(f"tools[{index}]", name) for index, name in enumerate(config.get("tools", []))]
     for sub_index, subagent in enumerate(config.get("subagents", [])):
         named += [(f"subagents[{sub_index}].tools[{index}]", name) for index, name in enumerate(subagent["tools"])]
-    known = tools.names()
-    errors = []
-    for field, name in named:
-        if only_servers and not is_mcp_name(name):
-            continue
-        problem = _tool_problem(name, known, servers)
-        if problem is not None:
-            errors.append(FieldError(field, problem))
-    return errors
+    return named
 
 
 def _tool_problem(name: str, known: Collection[str], servers: Collection[str]) -> str | None:
@@ -120,9 +113,16 @@ def check_servers(session: Session, tenant_id: uuid.UUID, config: dict[str, Any]
     Raises:
         InvalidInput: naming each ``tools`` entry whose server is unknown.
     """
-    named = _tenant_servers(config, operator)
-    known = set(operator) | server_store.existing_names(session, tenant_id, named, share=True)
-    check_references(config, ToolRegistry(), known, only_servers=True)
+    known = set(operator) | server_store.existing_names(
+        session, tenant_id, _tenant_servers(config, operator), share=True
+    )
+    errors = [
+        FieldError(field, problem)
+        for field, name in _named_tools(config)
+        if is_mcp_name(name) and (problem := _tool_problem(name, (), known)) is not None
+    ]
+    if errors:
+        raise InvalidInput.of(errors)
 
 
 def _model_errors(config: dict[str, Any]) -> list[FieldError]:
@@ -274,8 +274,5 @@ def mcp_default_rules(runtime: Runtime, tenant_id: uuid.UUID, agent: AgentSpec) 
                 rules |= default_rules(tool for tool in pinned if selects(names, tool.hango_name))
                 continue
         reason = "is not trusted" if spec is not None and not spec.trusted else "could not be listed"
-        rules |= {
-            name: {"description": f"Calls to tools of MCP server {server} need a reviewer: the server {reason}."}
-            for name in given
-        }
+        rules |= dict.fromkeys(given, waiting_rule(server, reason))
     return rules

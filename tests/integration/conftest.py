@@ -180,3 +180,12 @@ def browser() -> Iterator[Any]:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield launched
         launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A page of its own browser context (no cookie or storage shared with another test)."""
+    context = browser.new_context()
+    opened = context.new_page()
+    yield opened
+    context.close()

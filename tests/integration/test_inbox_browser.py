@@ -40,14 +40,6 @@ def server(settings: Settings) -> Iterator[str]:
         yield base
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    opened = context.new_page()
-    yield opened
-    context.close()
-
-
 def sign_in(page: Page, server: str, person: Person, path: str = "/inbox") -> None:
     page.goto(server + path)
     page.get_by_role("textbox", name="Token").fill(person.token)

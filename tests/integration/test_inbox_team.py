@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from flask.testing import FlaskClient
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from hango.kernel.config import Settings
 from tests.integration.conftest import LIVE, TenantFixture, create_agent, start_run, wait_for_state
@@ -29,14 +29,6 @@ def server(settings: Settings) -> Iterator[str]:
     # One server for the module, each test with tenants of its own; stopped once every page is closed.
     with api_server(settings) as base:
         yield base
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    opened = context.new_page()
-    yield opened
-    context.close()
 
 
 def _card(page: Page, text: str) -> Locator:

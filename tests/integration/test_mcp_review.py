@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from hango.client import Client
 from hango.kernel.config import Settings
@@ -43,14 +43,6 @@ pytestmark = pytest.mark.slow
 def stack(settings: Settings, db: Database, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpStack]:
     with mcp_stack(settings, db, tmp_path_factory.mktemp("inbox-mcp")) as started:
         yield started
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    opened = context.new_page()
-    yield opened
-    context.close()
 
 
 def test_a_third_party_servers_write_is_decided_in_the_inbox_and_lands_on_disk(

@@ -240,10 +240,10 @@ def _holding_rules(
     """The rules of the loop that held each edited call: the agent's, or those its subagent applies (its own, or
     inherited from the loop that started it), as the worker applies them when the edit runs."""
     holding = {}
+    mcp_defaults = default_rules(pinned_of(run.mcp_tools).values())
     for decision, row in zip(decisions, rows, strict=True):
         if decision.kind == "edit":
             lineage = subagent_store.lineage(session, run.id, row.subagent_call_id) if row.subagent_call_id else []
-            mcp_defaults = default_rules(pinned_of(run.mcp_tools).values())
             holding[row.id] = compile_rules(agent.loop_rules(lineage), mcp_defaults)
     return holding
 
