@@ -108,15 +108,9 @@ def find_server(
     name: str,
     operator: Mapping[str, ServerSpec],
     box: SecretBox,
-    *,
-    share_lock: bool = False,
 ) -> ServerSpec | None:
     """The server a tenant's agents mean by ``name``: the operator's of that name if any, else the tenant's own
     (headers unsealed); ``None`` when neither exists.
-
-    ``share_lock`` holds the tenant server's row ``FOR SHARE`` until the transaction ends: saving an agent that
-    names the server then waits for, or holds off, a deletion of it (which locks the row for update), so no agent
-    is saved naming a server deleted in between.
 
     Raises:
         ConfigError: the headers were sealed with a key missing from ``HANGO_WEBHOOK_SECRET_KEYS``.
@@ -124,7 +118,7 @@ def find_server(
     if name in operator:
         return operator[name]
     statement = select(McpServer).where(McpServer.tenant_id == tenant_id, McpServer.name == name)
-    row = session.scalar(statement.with_for_update(read=True) if share_lock else statement)
+    row = session.scalar(statement)
     return None if row is None else spec_of(row, box)
 
 
