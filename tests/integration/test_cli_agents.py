@@ -4,7 +4,6 @@ their exit statuses, as a user runs them."""
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from flask.testing import FlaskClient
 
 from hango.kernel.config import Settings
 from tests.integration.conftest import Person, TenantFixture
-from tests.support.processes import HANGO, api_server, settings_env
+from tests.support.processes import api_server, remote_cli
 
 DEFINITION = """\
 name: {name}
@@ -45,13 +44,7 @@ def base(settings: Settings) -> Iterator[str]:
 @pytest.fixture
 def hango(settings: Settings, base: str) -> Any:
     """Runs ``hango ARGS`` as ``person`` (HANGO_URL and HANGO_TOKEN in its environment), ``stdin`` on its input."""
-
-    def run(person: Person, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        env = {**settings_env(settings), "HANGO_URL": base, "HANGO_TOKEN": person.token}
-        command = [*HANGO, *args]
-        return subprocess.run(command, env=env, input=stdin, capture_output=True, text=True, timeout=120, check=False)
-
-    return run
+    return remote_cli(settings, base)
 
 
 def _agents(client: FlaskClient, person: Person) -> list[dict[str, Any]]:

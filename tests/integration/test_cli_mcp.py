@@ -4,7 +4,6 @@ streamable HTTP MCP server: what they print, their JSON Lines, and their exit st
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +15,7 @@ from hango.processes.cli_remote import table
 from tests.integration.conftest import Person, TenantFixture
 from tests.support.mcp import http_server
 from tests.support.mcp_keyed import KeyedServer, keyed_mcp_server
-from tests.support.processes import HANGO, api_server, settings_env
+from tests.support.processes import api_server, remote_cli
 
 KEY = f"sk-cli-{uuid.uuid4().hex}"
 
@@ -45,12 +44,7 @@ def base(served_settings: Settings) -> Iterator[str]:
 @pytest.fixture
 def hango(served_settings: Settings, base: str) -> Any:
     """Runs ``hango ARGS`` as ``person`` (HANGO_URL and HANGO_TOKEN in its environment)."""
-
-    def run(person: Person, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {**settings_env(served_settings), "HANGO_URL": base, "HANGO_TOKEN": person.token}
-        return subprocess.run([*HANGO, *args], env=env, capture_output=True, text=True, timeout=120, check=False)
-
-    return run
+    return remote_cli(served_settings, base)
 
 
 def _add_server(hango_url: str, person: Person, name: str, url: str, headers: dict[str, str]) -> None:

@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 from hango.kernel.config import Settings
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, finished, pending, suspended_run, tool_results, write_memory
-from tests.support.processes import HANGO, api_server, settings_env, wait_until
+from tests.support.processes import HANGO, api_server, remote_cli, settings_env, wait_until
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 
@@ -31,12 +31,7 @@ def base(settings: Settings) -> Iterator[str]:
 @pytest.fixture
 def hango(settings: Settings, base: str) -> Any:
     """Runs ``hango ARGS`` as ``person`` against the server (HANGO_URL and HANGO_TOKEN in its environment)."""
-
-    def run(person: Person, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {**settings_env(settings), "HANGO_URL": base, "HANGO_TOKEN": person.token}
-        return subprocess.run([*HANGO, *args], env=env, capture_output=True, text=True, timeout=120, check=False)
-
-    return run
+    return remote_cli(settings, base)
 
 
 def _two_writes(client: FlaskClient, tenant: TenantFixture) -> str:

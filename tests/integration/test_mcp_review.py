@@ -34,7 +34,7 @@ from tests.integration.mcp_helpers import (
     waiting_call,
 )
 from tests.integration.test_inbox_browser import shot, sign_in
-from tests.support.processes import HANGO, settings_env
+from tests.support.processes import remote_cli
 
 pytestmark = pytest.mark.slow
 
@@ -141,8 +141,7 @@ NOTES_POKE = {
 
 def hango(stack: McpStack, person: Person, *args: str) -> subprocess.CompletedProcess[str]:
     """``hango ARGS`` as ``person`` against the stack's API server."""
-    env = {**settings_env(stack.settings), "HANGO_URL": stack.base, "HANGO_TOKEN": person.token}
-    done = subprocess.run([*HANGO, *args], env=env, capture_output=True, text=True, timeout=120, check=False)
+    done = remote_cli(stack.settings, stack.base)(person, *args)
     assert done.returncode == 0, done.stderr
     return done
 

@@ -14,10 +14,11 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from hango.kernel.config import Settings
 
@@ -187,3 +188,15 @@ def get_status(base: str, path: str, token: str, *, timeout: float = 30) -> int:
         return response.status
     finally:
         connection.close()
+
+
+def remote_cli(settings: Settings, base: str) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``run(person, *args, stdin=None)``: ``hango ARGS`` as the holder of ``person.token`` against the API server at
+    ``base`` (``HANGO_URL`` and ``HANGO_TOKEN`` in its environment), ``stdin`` on its input."""
+
+    def run(person: Any, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**settings_env(settings), "HANGO_URL": base, "HANGO_TOKEN": person.token}
+        command = [*HANGO, *args]
+        return subprocess.run(command, env=env, input=stdin, capture_output=True, text=True, timeout=120, check=False)
+
+    return run
