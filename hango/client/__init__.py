@@ -24,9 +24,13 @@ from hango.client.types import (
     McpServerTool,
     McpTool,
     Me,
+    MultitaskStrategy,
     Page,
     Remember,
     Run,
+    Thread,
+    ThreadMessage,
+    ThreadStatus,
 )
 
 __all__ = [
@@ -45,9 +49,13 @@ __all__ = [
     "McpServerTool",
     "McpTool",
     "Me",
+    "MultitaskStrategy",
     "Page",
     "ProblemError",
     "Remember",
     "Run",
+    "Thread",
+    "ThreadMessage",
+    "ThreadStatus",
     "TransportError",
 ]

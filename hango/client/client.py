@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -31,9 +31,13 @@ from hango.client.types import (
     McpServerTool,
     Me,
     Message,
+    MultitaskStrategy,
     Page,
     Role,
     Run,
+    Thread,
+    ThreadMessage,
+    ThreadStatus,
     User,
     Webhook,
     WebhookEventType,
@@ -51,8 +55,8 @@ class Client:
 
     Every method returns the decoded JSON typed as in :mod:`hango.client.types`; a refusal raises
     :class:`ProblemError`, a network failure :class:`TransportError`. ``list_*`` return one page, ``iter_*`` follow
-    ``next_cursor`` through every page, and :meth:`run_events` / :meth:`approval_events` iterate live streams.
-    Use it as a context manager, or call :meth:`close`.
+    ``next_cursor`` through every page, and :meth:`run_events`, :meth:`thread_events` and :meth:`approval_events`
+    iterate live streams. Use it as a context manager, or call :meth:`close`.
     """
 
     def __init__(
@@ -173,14 +177,21 @@ class Client:
     # Runs.
 
     def create_run(
-        self, agent_id: str, input: str | None = None, *, messages: list[dict[str, Any]] | None = None
+        self,
+        agent_id: str,
+        input: str | None = None,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+        thread_id: str | None = None,
+        multitask_strategy: MultitaskStrategy | None = None,
     ) -> Run:
-        """Start a run of an agent on a text ``input`` or on ``messages``; it is answered ``queued``."""
-        body: dict[str, Any] = {"agent_id": agent_id}
-        if input is not None:
-            body["input"] = input
-        if messages is not None:
-            body["messages"] = messages
+        """Start a run of an agent on a text ``input`` or on ``messages``; it is answered ``queued``.
+
+        With ``thread_id`` it is :meth:`start_thread_run` on that thread (whose agent ``agent_id`` must be).
+        """
+        body = {"agent_id": agent_id, **_run_input(input, messages, multitask_strategy)}
+        if thread_id is not None:
+            body["thread_id"] = thread_id
         return cast(Run, self._request("POST", "/v1/runs", json=body))
 
     def get_run(self, run_id: str) -> Run:
@@ -216,6 +227,106 @@ class Client:
         """
         stream = self._stream(f"/v1/runs/{run_id}/events", after, lambda event: event["type"] == "run.finished")
         return iter(stream)
+
+    # Threads: conversations that go on across runs.
+
+    def create_thread(self, agent_id: str, metadata: dict[str, Any] | None = None) -> Thread:
+        """Start an empty conversation with an agent, labelled with ``metadata`` (a JSON object of your own)."""
+        body = {"agent_id": agent_id, "metadata": metadata or {}}
+        return cast(Thread, self._request("POST", "/v1/threads", json=body))
+
+    def get_thread(self, thread_id: str) -> Thread:
+        """One thread, with its status, last run and message count."""
+        return cast(Thread, self._request("GET", _thread_url(thread_id)))
+
+    def list_threads(
+        self,
+        *,
+        status: ThreadStatus | None = None,
+        agent_id: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[Thread]:
+        """One page of the threads the caller sees (a member: their own), newest first.
+
+        ``metadata`` keeps the threads whose metadata has each of these keys with this value (compared as text).
+        """
+        params: Params = {**_page(limit, cursor), "status": status, "agent_id": agent_id}
+        params.update({f"metadata.{key}": value for key, value in (metadata or {}).items()})
+        return cast(Page[Thread], self._request("GET", "/v1/threads", params=params))
+
+    def iter_threads(
+        self,
+        *,
+        status: ThreadStatus | None = None,
+        agent_id: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Thread]:
+        """Every thread the caller sees matching the filters, newest first."""
+        return _pages(
+            lambda cursor: self.list_threads(
+                status=status, agent_id=agent_id, metadata=metadata, limit=limit, cursor=cursor
+            )
+        )
+
+    def update_thread(self, thread_id: str, metadata: dict[str, Any]) -> Thread:
+        """Replace a thread's metadata whole (its creator, owner, admin)."""
+        return cast(Thread, self._request("PATCH", _thread_url(thread_id), json={"metadata": metadata}))
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread with its runs, messages and scratch files (a 409 problem while a run of it is active)."""
+        self._request("DELETE", _thread_url(thread_id))
+
+    def fork_thread(self, thread_id: str, up_to_seq: int | None = None) -> Thread:
+        """A new thread whose conversation is this one's up to ``up_to_seq`` (``None``: all of it), shared, not
+        copied; a 409 problem while a run of the thread is active."""
+        body = {"up_to_seq": up_to_seq} if up_to_seq is not None else {}
+        return cast(Thread, self._request("POST", f"{_thread_url(thread_id)}/fork", json=body))
+
+    def start_thread_run(
+        self,
+        thread_id: str,
+        input: str | None = None,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+        multitask_strategy: MultitaskStrategy | None = None,
+    ) -> Run:
+        """Continue a thread's conversation with a text ``input`` or ``messages``: a run answered ``queued``.
+
+        While a run of the thread is active, ``multitask_strategy`` decides (``None``: the server's default,
+        ``reject``, a 409 ``urn:hango:problem:thread-busy`` problem whose body names ``active_run_id``).
+        """
+        body = _run_input(input, messages, multitask_strategy)
+        return cast(Run, self._request("POST", f"{_thread_url(thread_id)}/runs", json=body))
+
+    def list_thread_runs(self, thread_id: str, *, limit: int | None = None, cursor: str | None = None) -> Page[Run]:
+        """One page of a thread's runs, newest first."""
+        path = f"{_thread_url(thread_id)}/runs"
+        return cast(Page[Run], self._request("GET", path, params=_page(limit, cursor)))
+
+    def iter_thread_runs(self, thread_id: str, *, limit: int | None = None) -> Iterator[Run]:
+        """Every run of a thread, newest first."""
+        return _pages(lambda cursor: self.list_thread_runs(thread_id, limit=limit, cursor=cursor))
+
+    def list_thread_messages(
+        self, thread_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[ThreadMessage]:
+        """One page of a thread's conversation, by its thread-wide ``seq``."""
+        path = f"{_thread_url(thread_id)}/messages"
+        return cast(Page[ThreadMessage], self._request("GET", path, params=_page(limit, cursor)))
+
+    def iter_thread_messages(self, thread_id: str, *, limit: int | None = None) -> Iterator[ThreadMessage]:
+        """A thread's whole conversation, by ``seq``, page after page."""
+        return _pages(lambda cursor: self.list_thread_messages(thread_id, limit=limit, cursor=cursor))
+
+    def thread_events(self, thread_id: str, *, after: int | str | None = None) -> Generator[Event, None, None]:
+        """Every event of a thread's runs in order (after the event id ``after``), then live; each event's data
+        names its ``run_id``. The stream stays open while the thread exists, idle or not: stop iterating (or close
+        the generator) when done. A dropped connection is reopened with ``Last-Event-ID``.
+        """
+        return iter(self._stream(f"{_thread_url(thread_id)}/events", after, lambda event: False))
 
     # Approvals.
 
@@ -467,6 +578,18 @@ def _pages(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
 def _segment(text: str) -> str:
     """``text`` as one path segment: a ``/``, ``?`` or ``#`` in an id must not reach another route."""
     return quote(text, safe="")
+
+
+def _thread_url(thread_id: str) -> str:
+    return f"/v1/threads/{_segment(thread_id)}"
+
+
+def _run_input(
+    input: str | None, messages: list[dict[str, Any]] | None, strategy: MultitaskStrategy | None
+) -> dict[str, Any]:
+    """A run's body: what the user says, and the thread's strategy when one is given (left out: the server's)."""
+    given = {"input": input, "messages": messages, "multitask_strategy": strategy}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def _file_url(agent_id: str, path: str) -> str:

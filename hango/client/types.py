@@ -11,6 +11,10 @@ RunState = Literal["queued", "running", "awaiting_approval", "succeeded", "faile
 ApprovalState = Literal["pending", "decided", "expired", "cancelled"]
 DecisionKind = Literal["approve", "edit", "reject", "respond"]
 Execution = Literal["not_started", "executing", "done", "outcome_unknown"]
+ThreadStatus = Literal["idle", "busy", "interrupted", "error"]
+MultitaskStrategy = Literal["reject", "enqueue", "interrupt"]
+"""What a run sent to a thread does while another of its runs is active: ``reject`` (a 409 ``thread-busy``
+problem), ``enqueue`` (start after the earlier ones, in order) or ``interrupt`` (cancel them)."""
 
 
 class Page(TypedDict, Generic[T]):
@@ -96,6 +100,7 @@ class Run(TypedDict):
 
     id: str
     agent_id: str
+    thread_id: str | None  # the thread the run continues; None for a run of its own
     state: RunState
     created_by: str
     created_at: str
@@ -114,6 +119,33 @@ class Message(TypedDict):
     role: Literal["user", "assistant", "tool"]
     content: list[dict[str, Any]]
     subagent_call_id: str | None
+
+
+class Thread(TypedDict):
+    """A conversation with an agent that goes on across runs, one run at a time.
+
+    ``status``: ``busy`` while a run is queued or running, ``interrupted`` while one awaits approval, ``error`` after
+    a failed last run, else ``idle``.
+    """
+
+    id: str
+    agent_id: str
+    created_by: str
+    created_at: str
+    updated_at: str
+    status: ThreadStatus
+    metadata: dict[str, Any]
+    last_run_id: str | None
+    message_count: int
+
+
+class ThreadMessage(TypedDict):
+    """One message of a thread's conversation, by its thread-wide sequence number, with the run that stored it."""
+
+    seq: int
+    run_id: str
+    role: Literal["user", "assistant", "tool"]
+    content: list[dict[str, Any]]
 
 
 class Approval(TypedDict):
@@ -363,7 +395,8 @@ class FieldError(TypedDict):
 
 
 class Event(TypedDict):
-    """One Server-Sent Event: its id (a run's sequence number, or the tenant stream's opaque id), type and data."""
+    """One Server-Sent Event: its id (a run's sequence number, a thread stream's integer increasing across its runs,
+    or the tenant stream's opaque id), type and data."""
 
     id: str | None
     type: str
