@@ -1,8 +1,8 @@
 """The ``hango`` command: database migrations, tenant bootstrap and the server processes.
 
-The commands that talk to a running server (``agents``, ``runs``, ``approvals``, ``mcp``) need only the client: the
-server's settings, its database layer and its processes are imported, and its settings read, by the commands that use
-them, so a reviewer's command starts in a fraction of the time.
+The commands that talk to a running server (``agents``, ``runs``, ``threads``, ``approvals``, ``mcp``) need only the
+client: the server's settings, its database layer and its processes are imported, and its settings read, by the
+commands that use them, so a reviewer's command starts in a fraction of the time.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from hango.processes import cli_agents, cli_mcp, cli_reviewer, cli_runs
+from hango.processes import cli_agents, cli_mcp, cli_reviewer, cli_runs, cli_threads
 
 if TYPE_CHECKING:
     from hango.kernel.config import Settings
@@ -273,3 +273,4 @@ main.add_command(cli_agents.agents)
 main.add_command(cli_runs.runs)
 main.add_command(cli_reviewer.approvals)
 main.add_command(cli_mcp.mcp)
+main.add_command(cli_threads.threads)

@@ -78,16 +78,20 @@ def print_events(events: Iterator[Event], as_json: bool, base_url: str) -> None:
                 click.echo(pause_hint(str(approval_id), requested.get(str(approval_id), {}), base_url))
 
 
-def pause_hint(approval_id: str, requested: dict[str, Any], base_url: str) -> str:
-    """Where a waiting call is decided: its inbox page, and the command that decides it by its approval id."""
+def pause_hint(approval_id: str, requested: dict[str, Any], base_url: str, *, indent: int = 10) -> str:
+    """Where a waiting call is decided: its inbox page, and the command that decides it by its approval id.
+
+    ``indent`` spaces lead the first line (by default, as many as an event line's time takes), two more the others.
+    """
     call = f"{requested.get('tool_name', 'a call')} ({requested.get('tool_call_id', '?')})"
     allowed = [DECIDE_SPELLING[kind] for kind in requested.get("allowed_decisions") or ["approve"]]
     others = f"   (or {', '.join(allowed[1:])})" if len(allowed) > 1 else ""
+    first, then = " " * indent, " " * (indent + 2)
     return "\n".join(
         [
-            f"          waiting for a reviewer: {call}",
-            f"            inbox:  {base_url}/inbox/approvals/{approval_id}",
-            f"            or:     hango approvals decide {approval_id} {allowed[0]}{others}",
+            f"{first}waiting for a reviewer: {call}",
+            f"{then}inbox:  {base_url}/inbox/approvals/{approval_id}",
+            f"{then}or:     hango approvals decide {approval_id} {allowed[0]}{others}",
         ]
     )
 
