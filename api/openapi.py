@@ -57,6 +57,7 @@ PATH_PARAMETERS = {
     "path": "the file's path without its leading / (memories/AGENTS.md for /memories/AGENTS.md); only files under "
     "/memories/ and /skills/ are served, any other path is a 404",
     "run_id": "the run's id",
+    "thread_id": "the thread's id; another member's thread (for a member) or another tenant's is a 404",
     "token_id": "the token's id, as POST /v1/users/{user_id}/tokens returned it",
     "user_id": "the user's id",
     "webhook_id": "the webhook's id",
