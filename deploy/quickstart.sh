@@ -2,9 +2,10 @@
 # From a fresh clone to a live human-in-the-loop run: installs hango with its embedded PostgreSQL and Redis,
 # starts everything with `hango standalone`, creates a tenant, and plays the tour in deploy/tour.py — a run that
 # pauses on a write to /memories/AGENTS.md, a member's refused approval, an admin's approval, and the run finishing,
-# all watched live over Server-Sent Events; then a call to a tool of an MCP server (examples/mcp/notes_server.py,
-# named in $data/mcp.json) that waits for the admin's approval before it writes a note under $data/notes. The server
-# keeps running until Ctrl-C (HANGO_QUICKSTART_EXIT=1: stop).
+# all watched live over Server-Sent Events; then a conversation on a thread, whose follow-up run answers from the
+# earlier turns; then a call to a tool of an MCP server (examples/mcp/notes_server.py, named in $data/mcp.json) that
+# waits for the admin's approval before it writes a note under $data/notes. The server keeps running until Ctrl-C
+# (HANGO_QUICKSTART_EXIT=1: stop).
 # The terminal shows the banners and the tour; the install's and the processes' output go to $data/logs/.
 #
 # HANGO_PORT (8000) is the API's port, HANGO_QUICKSTART_DATA (.hango/quickstart) the data folder. Before installing

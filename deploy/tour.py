@@ -1,6 +1,7 @@
 """A live tour of a running hango: a run pauses for a human, a member is refused, an admin approves, it finishes;
-a call to a tool of an MCP server waits for the admin, then writes its note; then one more run pauses and waits for
-the reader to decide it in the inbox.
+a conversation goes on across two runs of a thread, the second answering from the first; a call to a tool of an MCP
+server waits for the admin, then writes its note; then one more run pauses and waits for the reader to decide it in
+the inbox.
 
 Used by ``deploy/quickstart.sh``; run it yourself with ``python deploy/tour.py http://127.0.0.1:8000 OWNER_TOKEN``.
 Everything goes through :mod:`hango.client`, the typed client of the API.
@@ -30,6 +31,12 @@ EDIT = {
         "new_string": "Prefer green tea, no sugar.",
     },
 }
+
+FIRST_MESSAGE = "Remember I like tea."
+FOLLOW_UP = "What do I like to drink?"
+FOLLOW_UP_ANSWER = "Tea: you told me so earlier in this conversation, and I saved it to my notes."
+"""The notes agent's third scripted turn: the answer to :data:`FOLLOW_UP`, which only a run that was given the
+thread's earlier turns plays (the scripted model plays the entry after the conversation's assistant turns)."""
 
 MCP_SERVER = "notes"
 """The operator's MCP server the tour calls: deploy/quickstart.sh declares it in HANGO_MCP_CONFIG, running
@@ -128,6 +135,8 @@ def main(base: str, owner_token: str) -> None:
                             ],
                         },
                         {"text": "Done: I will remember that."},
+                        # Played only by a run that continues a conversation of two turns already: the thread's.
+                        {"text": FOLLOW_UP_ANSWER},
                     ],
                 },
                 "tools": ["read_file", "write_file"],
@@ -150,8 +159,61 @@ def main(base: str, owner_token: str) -> None:
         say("the audit trail of this run's decisions, oldest first (owners and admins only):")
         for row in _decision_audit(owner, decided):
             print(audit_line(row))
+        _conversation(base, created["id"], admin, member)
         _mcp_call(base, owner, admin, member)
         _leave_one_for_you(base, owner, created["id"], admin, member)
+
+
+def _conversation(base: str, agent_id: str, admin: CreatedUser, member: CreatedUser) -> None:
+    """A conversation on a thread: the member's first message pauses on its write like the run before (the admin
+    approves), and the follow-up, a run of its own, is answered from the thread's earlier turns."""
+    with Client(base, member["token"]) as as_member, Client(base, admin["token"]) as as_admin:
+        thread = as_member.create_thread(agent_id, {"topic": "tea"})
+        say(f"the member starts a conversation with the same agent: thread {thread['id']}")
+        run = as_member.start_thread_run(thread["id"], FIRST_MESSAGE)
+        say(f'the member says "{FIRST_MESSAGE}" on the thread (run {run["id"]}); the answers, live:')
+        _follow(run["id"], as_member, as_admin)
+        run = as_member.start_thread_run(thread["id"], FOLLOW_UP)
+        say(
+            f'the member follows up on the same thread: "{FOLLOW_UP}" (run {run["id"]}), a run given the '
+            "conversation so far:"
+        )
+        _follow(run["id"], as_member, as_admin)
+        thread = as_member.get_thread(thread["id"])
+    say(
+        f"the thread is {thread['status']}: {thread['message_count']} messages over two runs, each stored once. "
+        "Read the conversation with the CLI (as the member, whose thread it is):"
+    )
+    print(f"  HANGO_URL={base} HANGO_TOKEN={member['token']} .venv/bin/hango threads show {thread['id']}")
+
+
+def _follow(run_id: str, member: Client, admin: Client) -> None:
+    """Print a run's answers as they come; when it pauses, the admin approves its call."""
+    for event in member.run_events(run_id):
+        for line in answer_lines(event):
+            print(line, flush=True)
+        if event["type"] == "run.awaiting_approval":
+            [approval] = admin.list_run_approvals(run_id)["items"]
+            decisions: list[Decision] = [{"tool_call_id": approval["tool_call_id"], "decision": "approve"}]
+            decided = admin.decide(run_id, decisions)
+            say(
+                f"the run pauses: {approval['tool_name']} {compact(approval['arguments'])} waits; the admin "
+                f"approves: HTTP 200, run {decided['run']['state']}"
+            )
+
+
+def answer_lines(event: Event) -> list[str]:
+    """What a person reads of a run's event: an assistant's message (its text, the tools it calls) or the run's end;
+    nothing for the other events."""
+    data = event["data"] if isinstance(event["data"], dict) else {}
+    if event["type"] == "run.finished":
+        return [f"  run {data.get('state')}" + (f": {data['error']}" if data.get("error") else "")]
+    if event["type"] != "message.created" or data.get("role") != "assistant" or data.get("subagent_call_id"):
+        return []
+    blocks = data.get("content") or []
+    text = " ".join(" ".join(str(block["text"]).split()) for block in blocks if block.get("type") == "text")
+    calls = [str(block["name"]) for block in blocks if block.get("type") == "tool_use"]
+    return [f"  assistant: {text}" + (f" (calls {', '.join(calls)})" if calls else "")]
 
 
 def _decision_audit(owner: Client, approval_ids: list[str]) -> list[AuditEvent]:

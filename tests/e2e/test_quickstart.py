@@ -1,9 +1,9 @@
 """``bash deploy/quickstart.sh`` as a newcomer runs it, with a data folder and a port of the test's own.
 
 The script installs nothing here: the .venv the tests run in is the one it uses, recorded as up to date by
-tests/run.sh. One test serves, plays the tour (its MCP call included, through the demo server the script declares),
-meets a second quickstart, decides the run the tour leaves in the inbox, and stops on Ctrl-C; the other finds the port
-taken.
+tests/run.sh. One test serves, plays the tour (its thread and its MCP call included, the latter through the demo
+server the script declares), meets a second quickstart, decides the run the tour leaves in the inbox, and stops on
+Ctrl-C; the other finds the port taken.
 """
 
 from __future__ import annotations
@@ -140,6 +140,24 @@ def _check_the_mcp_call(output: str, data: Path) -> None:
     assert (data / "notes" / "tea.md").read_text() == "Green tea, no sugar."
 
 
+def _check_the_thread(output: str) -> None:
+    """The tour's conversation on a thread: the first message pauses and the admin approves, the follow-up answers
+    from the earlier turns, and the command printed to read it names the thread."""
+    lines = output.splitlines()
+    first = _section(lines, 'the member says "Remember I like tea." on the thread')
+    assert first == ["  assistant: Saving a note to memory. (calls write_file)"], first
+    resumed = _section(lines, 'the run pauses: write_file {"content":"Prefer tea.","file_path":"/memories/AGENTS.md"}')
+    assert resumed == ["  assistant: Done: I will remember that.", "  run succeeded"], resumed
+    follow_up = _section(lines, 'the member follows up on the same thread: "What do I like to drink?"')
+    assert follow_up == [
+        "  assistant: Tea: you told me so earlier in this conversation, and I saved it to my notes.",
+        "  run succeeded",
+    ], follow_up
+    [command] = _section(lines, "the thread is idle: 6 messages over two runs")
+    shown = r"  HANGO_URL=\S+ HANGO_TOKEN=\S+ \.venv/bin/hango threads show [0-9a-f-]{36}"
+    assert re.fullmatch(shown, command), command
+
+
 def _audit_rows(output: str) -> list[dict[str, object]]:
     """The audit rows the tour printed, each a line of compact JSON."""
     lines = _section(output.splitlines(), "the audit trail")
@@ -179,6 +197,7 @@ def test_the_quickstart_serves_the_tour_and_leaves_a_running_hango_alone(
             ("approval.decide", "success"),
         ]
         assert len({row["target_id"] for row in audit}) == 1, audit
+        _check_the_thread(output)
         _check_the_mcp_call(output, data)
 
         # The tour again on the same tenant: the audit it prints is its own run's, not the tenant's history.

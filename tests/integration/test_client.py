@@ -4,6 +4,9 @@ with ``Last-Event-ID`` after the connection drops."""
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 import subprocess
 import sys
 import uuid
@@ -223,6 +226,31 @@ def test_the_quickstart_tour_plays_through_the_client(settings: Settings, base: 
     with Client(base, tenant.owner.token) as owner:
         preview = owner.approval_preview(waiting["id"])
     assert (preview["exists"], preview["error"]) == (True, None), preview
+    _check_the_tours_thread(played.stdout)
+
+
+def _check_the_tours_thread(output: str) -> None:
+    """The tour's conversation: the follow-up, a run of its own, answers from the thread's earlier turns (the script's
+    third entry), and the ``hango threads show`` command it prints, run as printed, shows the whole conversation."""
+    assert "  assistant: Tea: you told me so earlier in this conversation, and I saved it to my notes." in output
+    [command] = [line.strip() for line in output.splitlines() if " threads show " in line]
+    url, token, program, *arguments = shlex.split(command)
+    assert (program, arguments[:2]) == (".venv/bin/hango", ["threads", "show"])
+    env = {**os.environ, **dict(assignment.split("=", 1) for assignment in (url, token))}
+    shown = subprocess.run(
+        [str(ROOT / program), *arguments, "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    messages = json.loads(shown.stdout)["messages"]
+    assert [message["role"] for message in messages] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert len({message["run_id"] for message in messages}) == 2
+    assert messages[-1]["content"][0]["text"].startswith("Tea: you told me so earlier")
 
 
 def _until(events: Iterator[Event], kind: str) -> list[Event]:

@@ -144,3 +144,17 @@ def test_each_tool_result_is_one_line_named_by_the_call_it_answers(tour: ModuleT
         "  mcp__notes__save_note: saved to tea.md",
         "  mcp__notes__read_note: (error) no such note",
     ]
+
+
+def test_an_answer_is_the_assistants_text_and_the_tools_it_calls_or_the_runs_end(tour: ModuleType) -> None:
+    content = [
+        {"type": "text", "text": "Saving a note\nto memory."},
+        {"type": "tool_use", "id": "c1", "name": "write_file", "input": {}},
+    ]
+    said: Event = {"id": "2", "type": "message.created", "data": {"role": "assistant", "content": content}}
+    assert tour.answer_lines(said) == ["  assistant: Saving a note to memory. (calls write_file)"]
+    inner: Event = {**said, "data": {**said["data"], "subagent_call_id": "t1"}}
+    asked: Event = {**said, "data": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}
+    assert tour.answer_lines(inner) == tour.answer_lines(asked) == []
+    ended: Event = {"id": "9", "type": "run.finished", "data": {"state": "failed", "error": "approval expired"}}
+    assert tour.answer_lines(ended) == ["  run failed: approval expired"]
