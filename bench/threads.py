@@ -229,28 +229,28 @@ def hango_chat(bench: Bench, turns: int) -> str:
     return thread_id
 
 
-# The tables of rows a thread's runs own, and the column that names the run.
-RUN_ROWS = (("runs", "id"), ("messages", "run_id"), ("run_events", "run_id"), ("pending_approvals", "run_id"))
+# Every row a thread owns: each table and the condition that picks the thread's rows (``owned``: its runs' ids).
+THREAD_ROWS = (
+    ("threads", "x.id = CAST(:thread AS uuid)"),
+    ("thread_ancestors", "x.thread_id = CAST(:thread AS uuid)"),
+    ("files", "x.thread_id = CAST(:thread AS uuid)"),
+    ("runs", "x.id IN (SELECT id FROM owned)"),
+    ("messages", "x.run_id IN (SELECT id FROM owned)"),
+    ("run_events", "x.run_id IN (SELECT id FROM owned)"),
+    ("pending_approvals", "x.run_id IN (SELECT id FROM owned)"),
+    ("audit_events", "x.target_id = :thread OR x.target_id IN (SELECT CAST(id AS text) FROM owned)"),
+)
 
 
 def thread_bytes(database: Connection, thread_id: str) -> int:
-    """``pg_column_size`` of every row the thread owns: its own, its runs', their messages, events, approvals and
-    audit rows (the thread's and its runs')."""
-    runs_rows = " + ".join(
-        f"(SELECT coalesce(sum(pg_column_size(x.*)), 0) FROM {table} x WHERE x.{column} IN (SELECT id FROM owned))"
-        for table, column in RUN_ROWS
+    """``pg_column_size`` of every row the thread owns: its own, its scratch files, its runs, their messages, events
+    and approvals, and the audit rows of the thread and of its runs."""
+    sums = " + ".join(
+        f"(SELECT coalesce(sum(pg_column_size(x.*)), 0) FROM {table} x WHERE {condition})"
+        for table, condition in THREAD_ROWS
     )
-    storage = database.execute(
-        text(
-            "WITH owned AS (SELECT id FROM runs WHERE thread_id = CAST(:thread AS uuid)) "
-            "SELECT (SELECT pg_column_size(t.*) FROM threads t WHERE t.id = CAST(:thread AS uuid))"
-            f" + {runs_rows}"
-            " + (SELECT coalesce(sum(pg_column_size(a.*)), 0) FROM audit_events a"
-            "    WHERE a.target_id = :thread OR a.target_id IN (SELECT CAST(id AS text) FROM owned))"
-        ),
-        {"thread": thread_id},
-    ).scalar_one()
-    return int(storage)
+    query = f"WITH owned AS (SELECT id FROM runs WHERE thread_id = CAST(:thread AS uuid)) SELECT {sums}"
+    return int(database.execute(text(query), {"thread": thread_id}).scalar_one())
 
 
 # The peers: the same chat, one invoke per user message on one thread_id, in this process.
