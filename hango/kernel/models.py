@@ -72,11 +72,15 @@ EXECUTIONS: tuple[Execution, ...] = get_args(Execution)
 VOTES: tuple[Vote, ...] = get_args(Vote)
 EXPIRY_ACTIONS: tuple[ExpiryAction, ...] = get_args(ExpiryAction)
 TERMINAL_RUN_STATES: frozenset[RunState] = frozenset({"succeeded", "failed", "cancelled"})
+ACTIVE_RUN_STATES: tuple[RunState, ...] = ("queued", "running", "awaiting_approval")
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:
     quoted = ", ".join(f"'{value}'" for value in values)
     return f"{column} IN ({quoted})"
+
+
+ACTIVE_RUN_SQL = _in("state", ACTIVE_RUN_STATES)
 
 
 class Base(DeclarativeBase):
@@ -184,9 +188,53 @@ class Agent(Base):
     subagents: Mapped[list[Any]] = mapped_column(nullable=False, server_default=text("'[]'::jsonb"))
     max_turns: Mapped[int] = mapped_column(Integer, nullable=False, server_default="50")
     max_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # What a thread's run shows the model of the thread's earlier conversation (migration 0012): null for all of
+    # it, or {"max_messages": N}.
+    history: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     created_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), nullable=False)
     created_at: Mapped[datetime] = _created_at()
     updated_at: Mapped[datetime] = _created_at()
+
+
+class Thread(Base):
+    """A conversation with one agent that goes on across runs, one run at a time.
+
+    Its conversation is the messages of its runs (``messages.thread_id``), numbered thread-wide, after — for a
+    fork — the first ``base_seq`` numbers of its ancestors' (:class:`ThreadAncestor`), shared, not copied.
+    Its status, last run and message count are derived from its runs and messages when read, so that no run's
+    step writes this row. A deleted thread whose messages a fork still shares keeps its row with ``deleted_at``
+    set, invisible, until the last such fork goes.
+    """
+
+    __tablename__ = "threads"
+    __table_args__ = (
+        Index(None, "tenant_id", "created_at", "id"),
+        Index(None, "tenant_id", "created_by", "created_at"),
+    )
+
+    id: Mapped[uuid.UUID] = _id()
+    tenant_id: Mapped[uuid.UUID] = _tenant_fk()
+    agent_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), nullable=False)
+    created_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), nullable=False)
+    # ``metadata`` is the declarative base's own attribute: the column keeps its name under another attribute.
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb"))
+    run_seq: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    base_seq: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    base_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    created_at: Mapped[datetime] = _created_at()
+    updated_at: Mapped[datetime] = _created_at()
+    deleted_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class ThreadAncestor(Base):
+    """A thread a fork shares messages with: those numbered up to ``up_to_seq``."""
+
+    __tablename__ = "thread_ancestors"
+    __table_args__ = (Index(None, "ancestor_id"),)
+
+    thread_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), primary_key=True)
+    ancestor_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), primary_key=True)
+    up_to_seq: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
 class Run(Base):
@@ -199,11 +247,19 @@ class Run(Base):
         Index(None, "tenant_id", "created_at", "id"),
         Index(None, "tenant_id", "created_by", "created_at"),
         Index(None, "state", "lease_expires_at"),
+        UniqueConstraint("thread_id", "thread_position"),
+        Index("ix_runs_thread_active", "thread_id", "thread_position", postgresql_where=text(ACTIVE_RUN_SQL)),
     )
 
     id: Mapped[uuid.UUID] = _id()
     tenant_id: Mapped[uuid.UUID] = _tenant_fk()
     agent_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), nullable=False)
+    # A thread's run (migration 0012): its place among the thread's runs, where its own messages start (null until
+    # it starts: they follow whatever the run before it left) and, until then, its input messages.
+    thread_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), nullable=True)
+    thread_position: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    first_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    input: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
     agent_snapshot: Mapped[dict[str, Any]] = mapped_column(nullable=False)
     created_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), nullable=False)
     state: Mapped[RunState] = mapped_column(Text, nullable=False, server_default="queued")
@@ -265,11 +321,22 @@ class Message(Base):
         CheckConstraint(_in("role", ("user", "assistant", "tool")), name="role"),
         CheckConstraint("seq >= 1", name="seq_positive"),
         Index(None, "tenant_id", "run_id"),
+        Index(
+            "ix_messages_thread_conversation",
+            "thread_id",
+            "seq",
+            postgresql_where=text("thread_id IS NOT NULL AND subagent_call_id IS NULL"),
+        ),
+        Index(
+            "uq_messages_thread_id_seq", "thread_id", "seq", unique=True, postgresql_where=text("thread_id IS NOT NULL")
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
     tenant_id: Mapped[uuid.UUID] = _tenant_fk()
     run_id: Mapped[uuid.UUID] = _run_fk()
+    # A thread's message: ``seq`` is then thread-wide (migration 0012).
+    thread_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), nullable=True)
     seq: Mapped[int] = mapped_column(Integer, nullable=False)
     role: Mapped[str] = mapped_column(Text, nullable=False)
     content: Mapped[list[Any]] = mapped_column(nullable=False)
@@ -299,11 +366,11 @@ class RunEvent(Base):
 
 
 class File(Base):
-    """A file of the agents' virtual filesystem: owned by an agent (memories, skills) or by one run."""
+    """A file of the agents' virtual filesystem: owned by an agent (memories, skills), one run or one thread."""
 
     __tablename__ = "files"
     __table_args__ = (
-        CheckConstraint("(agent_id IS NULL) <> (run_id IS NULL)", name="one_owner"),
+        CheckConstraint("num_nonnulls(agent_id, run_id, thread_id) = 1", name="one_owner"),
         CheckConstraint("path LIKE '/%'", name="path_absolute"),
         Index(
             "uq_files_agent_id_path",
@@ -313,6 +380,9 @@ class File(Base):
             postgresql_where=text("agent_id IS NOT NULL"),
         ),
         Index("uq_files_run_id_path", "run_id", "path", unique=True, postgresql_where=text("run_id IS NOT NULL")),
+        Index(
+            "uq_files_thread_id_path", "thread_id", "path", unique=True, postgresql_where=text("thread_id IS NOT NULL")
+        ),
         Index(None, "tenant_id"),
     )
 
@@ -320,6 +390,8 @@ class File(Base):
     tenant_id: Mapped[uuid.UUID] = _tenant_fk()
     agent_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), nullable=True)
     run_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=True)
+    # A thread's scratch file, kept across the thread's runs (migration 0012).
+    thread_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), nullable=True)
     path: Mapped[str] = mapped_column(Text, nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
     created_at: Mapped[datetime] = _created_at()
@@ -384,6 +456,8 @@ class PendingApproval(Base):
     tool_name: Mapped[str] = mapped_column(Text, nullable=False)
     # The run's creator, copied by a trigger on insert (migration 0003): what a member's queue filters on.
     run_creator: Mapped[uuid.UUID] = mapped_column(nullable=False, server_default=FetchedValue())
+    # The run's thread, copied by the same trigger (migration 0012); null for a run without one.
+    thread_id: Mapped[uuid.UUID | None] = mapped_column(nullable=True, server_default=FetchedValue())
     arguments: Mapped[dict[str, Any]] = mapped_column(nullable=False)
     allowed_decisions: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False)
     subagent_call_id: Mapped[uuid.UUID | None] = mapped_column(
