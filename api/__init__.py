@@ -25,6 +25,7 @@ from hango.api import (
     problems,
     runs,
     tenant,
+    threads,
     users,
     webhooks,
 )
@@ -42,6 +43,7 @@ _BLUEPRINTS = (
     agents.blp,
     files.blp,
     runs.blp,
+    threads.blp,
     approvals.blp,
     audit_events.blp,
     webhooks.blp,

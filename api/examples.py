@@ -117,6 +117,7 @@ RUN_CREATE_MESSAGES: Json = {
 _RUN: Json = {
     "id": RUN_ID,
     "agent_id": AGENT_ID,
+    "thread_id": None,
     "created_by": MEMBER_ID,
     "created_at": "2025-03-04T09:15:00Z",
     "started_at": None,
@@ -434,3 +435,33 @@ GRANTS = page(GRANT)
 # The tenant.
 TENANT_UPDATE: Json = {"self_approval": False}
 TENANT: Json = {"id": TENANT_ID, "name": "acme", "self_approval": False}
+
+
+THREAD_ID = "5e4d3c2b-1a09-4f8e-b7d6-c5b4a3928170"
+THREAD_RUN_ID = "7a6b5c4d-3e2f-4a1b-8c9d-0e1f2a3b4c5d"
+THREAD_CREATE: Json = {"agent_id": AGENT_ID, "metadata": {"customer": "acme", "channel": "support"}}
+THREAD: Json = {
+    "id": THREAD_ID,
+    "agent_id": AGENT_ID,
+    "created_by": MEMBER_ID,
+    "created_at": "2025-03-04T10:00:00Z",
+    "updated_at": "2025-03-04T10:02:10Z",
+    "status": "idle",
+    "metadata": {"customer": "acme", "channel": "support"},
+    "last_run_id": THREAD_RUN_ID,
+    "message_count": 4,
+}
+THREADS = page(THREAD, next_cursor=None)
+THREAD_RUN_CREATE: Json = {"input": "And what did I ask you to note earlier?", "multitask_strategy": "enqueue"}
+THREAD_RUN: Json = {**RUN_QUEUED, "id": THREAD_RUN_ID, "thread_id": THREAD_ID}
+THREAD_MESSAGES = page(
+    {
+        "seq": 1,
+        "run_id": RUN_ID,
+        "role": "user",
+        "content": [{"type": "text", "text": "Note that standup moves to 09:30 from Monday."}],
+    },
+    {"seq": 2, "run_id": RUN_ID, "role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+    next_cursor=None,
+)
+THREAD_FORK: Json = {"up_to_seq": 2}

@@ -22,6 +22,7 @@ from hango.kernel.errors import (
     RetryLater,
     StaleApproval,
     StreamCapacityFull,
+    ThreadBusy,
     TooManyStreams,
     Unauthorized,
     Unavailable,
@@ -44,6 +45,7 @@ _HTTP_TYPES = {
 _DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
     (InvalidInput, 400, "Invalid request"),
     (PartialDecision, 409, "Partial decision"),
+    (ThreadBusy, 409, "Thread busy"),
     (NotAwaitingApproval, 409, "Run not awaiting approval"),
     (StaleApproval, 409, "Stale approval"),
     (AlreadyVoted, 409, "Already voted"),
@@ -60,6 +62,7 @@ _DOMAIN_STATUS: list[tuple[type[HangoError], int, str]] = [
 
 _KINDS: dict[type[HangoError], str] = {
     PartialDecision: "partial-decision",
+    ThreadBusy: "thread-busy",
     StaleApproval: "stale-approval",
     AlreadyVoted: "already-voted",
     NotAwaitingApproval: "not-awaiting-approval",
@@ -98,6 +101,8 @@ def domain_problem(error: HangoError) -> Response:
                 extra["errors"] = field_errors(error.errors)
             if isinstance(error, PartialDecision):
                 extra["remaining"] = error.remaining
+            if isinstance(error, ThreadBusy):
+                extra["active_run_id"] = str(error.active_run_id)
             if isinstance(error, Unavailable) and error.checks is not None:
                 extra["checks"] = error.checks
             if isinstance(error, McpUnavailable):

@@ -17,6 +17,7 @@ from hango.api.schemas import ListArgs, cursor_field, list_of, page_request
 from hango.kernel.models import RUN_STATES, Run
 from hango.kernel.pagination import Page
 from hango.run import service
+from hango.services import threads
 from hango.streams.live import open_stream
 
 blp = Blueprint("runs", __name__, url_prefix="/v1", description="Runs, their messages and their events")
@@ -81,11 +82,26 @@ class RunCreate(ma.Schema):
         validate=validate.Length(min=1, max=1000),
         metadata={"description": "the conversation so far, 1 to 1000 messages, ending with a user message"},
     )
+    thread_id = fields.UUID(
+        load_default=None,
+        metadata={
+            "description": "run on this thread (the same as POST /v1/threads/{thread_id}/runs); agent_id must then "
+            "be the thread's (400 otherwise)"
+        },
+    )
+    multitask_strategy = fields.String(
+        load_default="reject",
+        validate=validate.OneOf(["reject", "enqueue", "interrupt"]),
+        metadata={"description": "with thread_id: what to do while a run of the thread is active (reject by default)"},
+    )
 
 
 class RunSchema(ma.Schema):
     id = fields.UUID(required=True, metadata={"description": "the run's id"})
     agent_id = fields.UUID(required=True, metadata={"description": "the agent the run was started from"})
+    thread_id = fields.UUID(
+        required=True, allow_none=True, metadata={"description": "the thread the run belongs to; null for none"}
+    )
     state = fields.String(
         required=True,
         metadata={
@@ -194,7 +210,13 @@ def create_run(body: dict[str, Any]) -> Run:
     (400); an agent outside the tenant is a 404. Audited as run.create.
     """
     messages = service.input_messages(body.get("input"), body.get("messages"))
-    run = service.create_run(services().runtime, principal(), body["agent_id"], messages, trace_id())
+    if body["thread_id"] is not None:
+        runtime, strategy = services().runtime, body["multitask_strategy"]
+        run = threads.create_run(
+            runtime, principal(), body["thread_id"], messages, strategy, agent_id=body["agent_id"], trace_id=trace_id()
+        )
+    else:
+        run = service.create_run(services().runtime, principal(), body["agent_id"], messages, trace_id())
     audit_written()  # with the run, in its transaction; a refusal above is audited by the hook
     return run
 

@@ -10,6 +10,7 @@ from marshmallow import ValidationError, fields, validate, validates_schema
 from hango.agent.models.factory import PROVIDERS
 
 MAX_TURNS_LIMIT = 1000
+MAX_HISTORY_MESSAGES = 1_000_000
 
 
 class WholeNumber(fields.Integer):
@@ -151,6 +152,20 @@ class SubagentConfig(ma.Schema):
     )
 
 
+class HistoryConfig(ma.Schema):
+    """How much of a thread's earlier conversation the agent's runs show the model."""
+
+    max_messages = WholeNumber(
+        required=True,
+        validate=validate.Range(min=1, max=MAX_HISTORY_MESSAGES),
+        metadata={
+            "description": f"the model sees at most this many of the thread's last messages, 1 to "
+            f"{MAX_HISTORY_MESSAGES:,}, cut at a user message so that no tool result is separated from its call "
+            "(stored messages never change; a run whose own messages are more sees all of its own)"
+        },
+    )
+
+
 class AgentConfig(ma.Schema):
     """The body of ``POST /v1/agents`` and ``PUT /v1/agents/{id}``."""
 
@@ -203,6 +218,16 @@ class AgentConfig(ma.Schema):
         metadata={
             "description": "the most output tokens of each model call of the agent and its subagents, 1 to "
             "10,000,000; null (the default): the model's own max_tokens"
+        },
+    )
+
+    history = fields.Nested(
+        HistoryConfig,
+        load_default=None,
+        allow_none=True,
+        metadata={
+            "description": 'a thread\'s runs: {"max_messages": N} shows the model at most the last N messages of the '
+            "thread; null (the default): the whole conversation"
         },
     )
 

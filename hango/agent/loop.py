@@ -117,6 +117,18 @@ class LoopConfig:
     tool_names: tuple[str, ...]
     max_turns: int
     max_tokens: int | None = None
+    # A thread's history window: the model sees at most this many of the last messages (``None``: all of them).
+    history_window: int | None = None
+
+
+def history_window(messages: list[Message], most: int, own: int) -> list[Message]:
+    """The longest suffix of ``messages`` of at most ``most`` messages that starts at a user message, so no tool
+    result is separated from its call. When even the loop's own messages (from index ``own``, its input first) are
+    more than that, they are all shown: a run never loses sight of its own input."""
+    for index in range(max(0, len(messages) - most), len(messages)):
+        if messages[index].role == "user":
+            return messages[index:]
+    return messages[min(own, len(messages)) :]
 
 
 class AgentLoop:
@@ -191,11 +203,16 @@ class AgentLoop:
                 return outcome
 
     def _call_model(self, scope: LoopScope) -> AssistantTurn:
+        state = scope.state
+        shown = list(state.messages)
+        if self._config.history_window is not None:
+            shown = history_window(shown, self._config.history_window, state.earlier)
         request = ModelRequest(
             system=self._config.system_prompt,
-            messages=list(scope.state.messages),
+            messages=shown,
             tools=self._tool_specs(),
             max_tokens=self._config.max_tokens,
+            turns_before=state.conversation_turns - sum(1 for message in shown if message.role == "assistant"),
         )
         answered = self._chain.model_call(ModelCall(request, scope), lambda call: self._model.complete(call.request))
         return self._with_unique_ids(answered, scope.state.messages)

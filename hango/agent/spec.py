@@ -18,7 +18,17 @@ from typing import Any
 from hango.kernel.models import Agent
 
 # The agent's columns a snapshot copies, besides its id.
-SNAPSHOT_FIELDS = ("name", "system_prompt", "model", "tools", "interrupt_on", "subagents", "max_turns", "max_tokens")
+SNAPSHOT_FIELDS = (
+    "name",
+    "system_prompt",
+    "model",
+    "tools",
+    "interrupt_on",
+    "subagents",
+    "max_turns",
+    "max_tokens",
+    "history",
+)
 DEFAULT_MAX_TURNS = 50
 
 
@@ -57,6 +67,8 @@ class AgentSpec:
     subagents: tuple[SubagentSpec, ...] = ()
     max_turns: int = DEFAULT_MAX_TURNS
     max_tokens: int | None = None
+    # How many of a thread's last messages the model sees (``history.max_messages``); ``None``: all of them.
+    history_window: int | None = None
 
     @classmethod
     def of_snapshot(cls, snapshot: Mapping[str, Any]) -> AgentSpec:
@@ -70,6 +82,7 @@ class AgentSpec:
             subagents=tuple(SubagentSpec.of(item) for item in snapshot.get("subagents") or ()),
             max_turns=int(snapshot.get("max_turns") or DEFAULT_MAX_TURNS),
             max_tokens=snapshot.get("max_tokens"),
+            history_window=(snapshot.get("history") or {}).get("max_messages"),
         )
 
     @classmethod
@@ -109,6 +122,7 @@ class LoopSpec:
     max_tokens: int | None = None
     replays_parent: bool = False
     name: str = ""
+    history_window: int | None = None
 
     @classmethod
     def of_agent(cls, agent: AgentSpec) -> LoopSpec:
@@ -121,6 +135,7 @@ class LoopSpec:
             max_turns=agent.max_turns,
             max_tokens=agent.max_tokens,
             name=agent.name,
+            history_window=agent.history_window,
         )
 
     def of_subagent(self, subagent: SubagentSpec) -> LoopSpec:
@@ -133,6 +148,7 @@ class LoopSpec:
             tools=subagent.tools,
             interrupt_on=self.interrupt_on if own is None else own,
             name=subagent.name,
+            history_window=None,  # a child sees its own conversation, whole
         )
 
 

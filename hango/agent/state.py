@@ -77,6 +77,9 @@ class LoopState:
     - ``suspended_at``: when the loop last suspended (the claim that resumes it reads and clears it);
     - ``executions``: how the approved calls of the running batch ended, by approval id (``done`` or
       ``outcome_unknown``), written with the batch's results (never persisted with the state);
+    - ``earlier`` and ``earlier_turns``: for a thread's run, how many of ``messages`` come first from the thread's
+      earlier runs (as read: all of them, or the last a history window may show), and how many assistant turns the
+      whole earlier conversation holds;
     - ``announced``: the calls of the running batch whose ``tool.started`` is stored, in order. It is persisted with
       that event and kept until the batch's results (and their ``tool.finished``) are stored, so a batch re-driven
       after a suspension or a crash announces none of them again: one start per call over its whole life.
@@ -84,6 +87,8 @@ class LoopState:
 
     messages: list[Message]
     suspended_batch: list[str] = field(default_factory=list)
+    earlier: int = 0
+    earlier_turns: int = 0
     decisions: dict[str, Decision] = field(default_factory=dict)
     suspended_at: datetime | None = None
     executions: dict[str, str] = field(default_factory=dict)
@@ -91,8 +96,14 @@ class LoopState:
 
     @property
     def turn(self) -> int:
-        """Assistant turns taken so far; derived from the history so it can never drift from it."""
-        return sum(1 for message in self.messages if message.role == "assistant")
+        """Assistant turns this loop has taken (a thread's earlier runs' excluded); derived from the history so it
+        can never drift from it."""
+        return sum(1 for message in self.messages[self.earlier :] if message.role == "assistant")
+
+    @property
+    def conversation_turns(self) -> int:
+        """Assistant turns of the whole conversation: a thread's earlier runs', then this loop's."""
+        return self.earlier_turns + self.turn
 
     def unanswered_calls(self) -> list[str]:
         """Ids of tool calls with no tool result anywhere after them, in call order."""

@@ -309,7 +309,10 @@ class Settings(BaseSettings):
         description="how long the tenant approval stream can be replayed; unset, twice `HANGO_APPROVAL_TTL`",
     )
     max_file_bytes: WholeNumber = Field(default=1_048_576, description="largest file a tool may write")
-    max_run_storage_bytes: WholeNumber = Field(default=64 * 1_048_576, description="a run's scratch files")
+    max_run_storage_bytes: WholeNumber = Field(
+        default=64 * 1_048_576, description="a run's scratch files (a thread's run: its thread's)"
+    )
+    max_thread_metadata_bytes: WholeNumber = Field(default=16_384, description="a thread's metadata, as JSON")
     max_agent_storage_bytes: WholeNumber = Field(
         default=64 * 1_048_576, description="an agent's `/memories/` and `/skills/`"
     )

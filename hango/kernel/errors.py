@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 
@@ -72,6 +73,18 @@ class StaleApproval(Conflict):
 
 class AlreadyVoted(Conflict):
     """The caller already voted on an approval of a quorum rule: one user counts once."""
+
+
+class ThreadBusy(Conflict):
+    """A run of the thread is active and the new run's strategy is ``reject``; ``active_run_id`` names the oldest
+    active run."""
+
+    def __init__(self, thread_id: uuid.UUID, active_run_id: uuid.UUID) -> None:
+        super().__init__(
+            f"thread {thread_id} has an active run ({active_run_id}); wait for it to end, or send the run with "
+            '"multitask_strategy": "enqueue" or "interrupt"'
+        )
+        self.active_run_id = active_run_id
 
 
 class PartialDecision(Conflict):

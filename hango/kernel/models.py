@@ -283,6 +283,8 @@ class Run(Base):
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
     updated_at: Mapped[datetime] = _created_at()
     awaiting_since: Mapped[datetime | None] = mapped_column(nullable=True)
+    # Set on the runs a deleted thread keeps because a fork shares their messages: nobody sees them any more.
+    deleted_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
 
 class SubagentCall(Base):

@@ -43,6 +43,7 @@ from hango.platform.runtime import Runtime
 from hango.run.mcp_tools import McpCalls, expand_tools, pinned_tools
 from hango.run.persistence import RunPersistence
 from hango.run.subagents import ChildRunner
+from hango.run.threads import ThreadHistory
 from hango.run.transitions import Lease
 from hango.store import approvals as approval_store
 from hango.store import subagent_calls as subagent_store
@@ -71,6 +72,10 @@ class StoredLoop:
     history: list[Message]
     decisions: dict[str, Decision]
     state: dict[str, Any]
+    # A thread's run: how many of ``history``'s messages come from the thread's earlier runs, and the assistant
+    # turns of the whole earlier conversation (:class:`hango.run.threads.ThreadHistory`).
+    earlier: int = 0
+    earlier_turns: int = 0
 
     @classmethod
     def of_child(cls, session: Session, run: Run, subagent_call_id: uuid.UUID) -> StoredLoop:
@@ -80,12 +85,17 @@ class StoredLoop:
         return cls(history, _decisions(session, run, subagent_call_id, state), state)
 
     @classmethod
-    def of_run(cls, session: Session, run: Run) -> tuple[StoredLoop, set[str]]:
+    def of_run(cls, session: Session, run: Run, thread: ThreadHistory | None = None) -> tuple[StoredLoop, set[str]]:
         """The run's own loop inputs and every tool call id of the run, as a claim reads them (the row is the
-        one the claim returned)."""
+        one the claim returned); a thread's run sees ``thread``'s earlier conversation first."""
         history, call_ids = run_history(session, run.id)
         state = dict(run.state_json or {})
-        return cls(history, _decisions(session, run, None, state), state), call_ids
+        decisions = _decisions(session, run, None, state)
+        if thread is None:
+            return cls(history, decisions, state), call_ids
+        call_ids |= {call.id for message in thread.messages for call in message.tool_calls}
+        earlier = len(thread.messages)
+        return cls([*thread.messages, *history], decisions, state, earlier, thread.turns), call_ids
 
 
 def _decisions(
@@ -136,6 +146,7 @@ class Loops:
             with self.runtime.db.transaction() as session:
                 stored = StoredLoop.of_child(session, self.run, subagent_call_id)
         state = load_state(stored.state, stored.history)
+        state.earlier, state.earlier_turns = stored.earlier, stored.earlier_turns
         # Decisions go into the state before any before_run hook runs.
         load_decisions(state, stored.decisions)
         runner = ChildRunner(self, spec, subagent_call_id, depth)
@@ -159,7 +170,7 @@ class Loops:
         )
         require_decisions_applied(chain, state)
         loop = AgentLoop(
-            LoopConfig(spec.system_prompt, tools, spec.max_turns, spec.max_tokens),
+            LoopConfig(spec.system_prompt, tools, spec.max_turns, spec.max_tokens, spec.history_window),
             build_model(
                 spec.model, self.runtime.settings, scope=scope, id_prefix=f"{scope[:8]}-" if spec.replays_parent else ""
             ),

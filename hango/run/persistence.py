@@ -105,7 +105,7 @@ class NewMessages:
     def insert(self, work: Work, run: RunCounters) -> list[tuple[str, dict[str, Any]]]:
         """Insert the messages under the numbers ``run`` (the row the statement returned) reserved; their events."""
         first = run.message_seq - len(self.messages) + 1
-        rows = insert_messages(work.session, run, self.messages, self.subagent_call_id, first)
+        rows = insert_messages(work.session, run, self.messages, self.subagent_call_id, first, run.thread_id)
         if self.subagent_call_id is not None:
             subagent_store.save_state(work.session, run.id, self.subagent_call_id, dump_state(self.state))
         self.stored = [to_message(row) for row in rows]
@@ -189,6 +189,7 @@ class RunPersistence:
         self.agent_id = run.agent_id
         self.run_id = run.id
         self.run_creator = run.created_by
+        self.thread_id = run.thread_id
         self.subagent_call_id = subagent_call_id
         self.extras: Mapping[str, Any] = extras or {}
 
@@ -292,4 +293,4 @@ class RunPersistence:
             yield self._files(session)
 
     def _files(self, session: Session) -> FileSystem:
-        return run_files(session, self.tenant_id, self.agent_id, self.run_id)
+        return run_files(session, self.tenant_id, self.agent_id, self.run_id, self.thread_id)

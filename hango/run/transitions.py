@@ -21,8 +21,10 @@ transition              from → to                           made by          g
 Each transition is one conditional ``UPDATE … RETURNING`` (:func:`hango.store.runs.move`): the guard is part of
 the statement, so two processes racing for the same transition get one winner and one ``None``, whatever the
 interleaving. The transition appends its events (and writes its rows) in the caller's unit of work, which
-publishes them after commit. Companion fields — the lease, ``awaiting_since``, ``finished_at``, ``error``,
-``queue_generation``, ``attempts`` — are written here and nowhere else; so is the lease's heartbeat.
+publishes them after commit. A claim moves only the oldest active run of a thread, and every transition that ends a
+thread's run enqueues the thread's next one (:mod:`hango.run.threads`). Companion fields — the lease,
+``awaiting_since``, ``finished_at``, ``error``, ``queue_generation``, ``attempts`` — are written here and nowhere
+else; so is the lease's heartbeat.
 """
 
 from __future__ import annotations
@@ -40,9 +42,9 @@ from sqlalchemy.orm import Session
 from hango.agent.loop import RunStopped
 from hango.kernel.config import parse_duration
 from hango.kernel.errors import Conflict, NotAwaitingApproval
-from hango.kernel.models import PendingApproval, Run, RunState
+from hango.kernel.models import TERMINAL_RUN_STATES, PendingApproval, Run, RunState
 from hango.platform.work import Work
-from hango.run import standing
+from hango.run import standing, threads
 from hango.store import approvals as approval_store
 from hango.store import runs as store
 from hango.store.runs import Add, RunCounters
@@ -108,7 +110,8 @@ def claim(work: Work, run_id: uuid.UUID, owner: str, lease: timedelta) -> Run | 
     """``claim`` or ``resume``: move a queued run to ``running`` under a fresh lease, in one statement.
 
     A run that was suspended gets ``run.resumed`` with how long it waited (the suspension's start leaves the
-    state); any other gets ``run.started``. ``None`` when the run is not queued: a duplicate delivery.
+    state); any other gets ``run.started``. ``None`` when the run is not queued (a duplicate delivery), or when an
+    earlier run of its thread is still active (that run's end enqueues it again).
     """
     now = datetime.now(UTC)
     values = {
@@ -120,7 +123,7 @@ def claim(work: Work, run_id: uuid.UUID, owner: str, lease: timedelta) -> Run | 
         "trace_context": _RESUMED_CONTEXT,
         "state_json": _UNSUSPENDED,
     }
-    run = store.move(work.session, run_id, QUEUED, values, events=1, bound={"claimed_at": now})
+    run = store.move(work.session, run_id, QUEUED, values, events=1, bound={"claimed_at": now}, first_of_thread=True)
     if run is None:
         return None
     if run.trace_context and "suspension_seconds" in run.trace_context:
@@ -176,7 +179,7 @@ def suspend(
     run = _held(work, lease, values, events, carried)
     approval_store.insert_pending(work.session, approvals)
     for row in approvals:  # what the insert's trigger stores too
-        row.run_creator = run.created_by
+        row.run_creator, row.thread_id = run.created_by, run.thread_id
     work.approvals("approval.requested", pending)
     return run
 
@@ -390,6 +393,8 @@ def _move(
     run = store.move(work.session, run_id, source, values, events=len(events), **guards)
     if run is not None:
         work.numbered(run, events)
+        if values.get("state") in TERMINAL_RUN_STATES:
+            threads.after_ended(work, run.thread_id)
     return run
 
 
@@ -404,4 +409,6 @@ def _held(
     if run is None:
         raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
     work.numbered(run, [*(carried.insert(work, run) if carried is not None else []), *events])
+    if values.get("state") in TERMINAL_RUN_STATES:
+        threads.after_ended(work, run.thread_id)
     return run

@@ -17,7 +17,7 @@ from typing import Literal
 from opentelemetry.trace import SpanContext
 
 from hango.agent.loop import RunStopped
-from hango.agent.spec import LoopSpec
+from hango.agent.spec import AgentSpec, LoopSpec
 from hango.agent.state import AwaitingApproval, Cancelled, Done, Failed, LoopState, Outcome, dump_state
 from hango.kernel.errors import HangoError
 from hango.kernel.logs import run_logging
@@ -26,7 +26,7 @@ from hango.kernel.telemetry import stored_context
 from hango.platform.db import is_transient
 from hango.platform.runtime import Runtime
 from hango.platform.work import unit_of_work
-from hango.run import standing, transitions
+from hango.run import standing, threads, transitions
 from hango.run.loops import Loops, StoredLoop
 from hango.run.persistence import NewMessages
 from hango.run.transitions import Lease
@@ -57,7 +57,10 @@ def claim_run(runtime: Runtime, run_id: uuid.UUID, owner: str) -> Claimed | None
         run = transitions.claim(work, run_id, owner, runtime.settings.run_lease)
         if run is None:
             return None
-        return Claimed(run, *StoredLoop.of_run(work.session, run))
+        thread = None
+        if run.thread_id is not None:
+            thread = threads.begin(work, run, AgentSpec.of_snapshot(run.agent_snapshot).history_window)
+        return Claimed(run, *StoredLoop.of_run(work.session, run, thread))
 
 
 def execute_run(runtime: Runtime, run_id: uuid.UUID, owner: str | None = None) -> Execution:

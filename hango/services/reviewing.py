@@ -40,7 +40,7 @@ def preview(runtime: Runtime, principal: Principal, approval_id: uuid.UUID) -> t
         limits, diff_limits = ToolLimits.of(settings), DiffLimits.of(settings)
         shown = preview_call(
             runtime.tools,
-            run_files(session, run.tenant_id, run.agent_id, run.id),
+            run_files(session, run.tenant_id, run.agent_id, run.id, run.thread_id),
             limits,
             diff_limits,
             row.tool_name,

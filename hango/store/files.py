@@ -1,20 +1,22 @@
-"""The agents' virtual filesystem: agent-owned ``/memories/`` and ``/skills/``, run-owned scratch."""
+"""The agents' virtual filesystem: agent-owned ``/memories/`` and ``/skills/``, scratch owned by a run or its
+thread."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from sqlalchemy import ColumnElement, delete, func, select
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from hango.agent.deadline import shielded_call
 from hango.agent.files import FileInfo, OneFile, StorageUse
 from hango.agent.paths import is_agent_path, normalize_path
 from hango.kernel.auth import Principal
 from hango.kernel.errors import NotFound
-from hango.kernel.models import File
+from hango.kernel.models import File, Run
 from hango.store.agents import get_agent
 from hango.store.runs import get_run
 
@@ -29,17 +31,24 @@ class SqlFileSystem:
     middle of a statement (see :mod:`hango.agent.deadline`).
     """
 
-    def __init__(self, session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID) -> None:
+    def __init__(
+        self,
+        session: Session,
+        tenant_id: uuid.UUID,
+        agent_id: uuid.UUID,
+        run_id: uuid.UUID,
+        thread_id: uuid.UUID | None = None,
+    ) -> None:
         self._session = session
         self._tenant_id = tenant_id
         self._agent_id = agent_id
-        self._run_id = run_id
+        self._scratch = _Scratch(run_id, thread_id)
 
     def _owner(self, path: str) -> ColumnElement[bool]:
-        return _owned_by(self._tenant_id, self._agent_id, self._run_id, path)
+        return _owned_by(self._tenant_id, self._agent_id, self._scratch, path)
 
     def _visible(self) -> ColumnElement[bool]:
-        return (File.tenant_id == self._tenant_id) & ((File.agent_id == self._agent_id) | (File.run_id == self._run_id))
+        return (File.tenant_id == self._tenant_id) & ((File.agent_id == self._agent_id) | self._scratch.files())
 
     @shielded_call
     def read(self, path: str, *, for_update: bool = False) -> str | None:
@@ -52,13 +61,13 @@ class SqlFileSystem:
         """Create or replace a file, in one statement (an upsert on the owner's unique path)."""
         path = normalize_path(path)
         owned = is_agent_path(path)
-        owner_column = File.agent_id if owned else File.run_id
+        owner_column = File.agent_id if owned else self._scratch.column()
         new = insert(File).values(
             id=uuid.uuid4(),
             tenant_id=self._tenant_id,
             path=path,
             content=content,
-            **({"agent_id": self._agent_id} if owned else {"run_id": self._run_id}),
+            **({"agent_id": self._agent_id} if owned else self._scratch.values()),
         )
         self._session.execute(
             new.on_conflict_do_update(
@@ -99,12 +108,29 @@ class SqlFileSystem:
         return _storage_use(self._session, self._owner(path), path)
 
 
-def _owned_by(tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID, path: str) -> ColumnElement[bool]:
+class _Scratch(NamedTuple):
+    """Who owns a run's scratch files: its thread when it has one (they persist across the thread's runs), else the
+    run."""
+
+    run_id: uuid.UUID
+    thread_id: uuid.UUID | None
+
+    def column(self) -> InstrumentedAttribute[uuid.UUID | None]:
+        return File.run_id if self.thread_id is None else File.thread_id
+
+    def values(self) -> dict[str, uuid.UUID]:
+        return {"run_id": self.run_id} if self.thread_id is None else {"thread_id": self.thread_id}
+
+    def files(self) -> ColumnElement[bool]:
+        return self.column() == (self.run_id if self.thread_id is None else self.thread_id)
+
+
+def _owned_by(tenant_id: uuid.UUID, agent_id: uuid.UUID, scratch: _Scratch, path: str) -> ColumnElement[bool]:
     """The files of the owner of a normalised ``path``: the agent's for ``/memories/`` and ``/skills/``, else the
-    run's."""
+    scratch owner's (the run's, or its thread's)."""
     if is_agent_path(path):
         return (File.tenant_id == tenant_id) & (File.agent_id == agent_id)
-    return (File.tenant_id == tenant_id) & (File.run_id == run_id)
+    return (File.tenant_id == tenant_id) & scratch.files()
 
 
 def _content(session: Session, owner: ColumnElement[bool], path: str, *, for_update: bool = False) -> str | None:
@@ -121,17 +147,20 @@ def _storage_use(session: Session, owner: ColumnElement[bool], path: str) -> Sto
     return StorageUse(int(owner_bytes), int(file_bytes))
 
 
-def run_files(session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID) -> SqlFileSystem:
-    """The files a run's tools see: its scratch files and its agent's ``/memories/`` and ``/skills/``. The worker's
-    tools and the approval preview both read them through here, so both resolve a path to the same owner."""
-    return SqlFileSystem(session, tenant_id, agent_id, run_id)
+def run_files(
+    session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID, thread_id: uuid.UUID | None
+) -> SqlFileSystem:
+    """The files a run's tools see: its scratch files (its thread's, for a thread's run) and its agent's
+    ``/memories/`` and ``/skills/``. The worker's tools and the approval preview both read them through here, so
+    both resolve a path to the same owner."""
+    return SqlFileSystem(session, tenant_id, agent_id, run_id, thread_id)
 
 
-def one_file(session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, run_id: uuid.UUID, path: str) -> OneFile:
+def one_file(session: Session, run: Run, path: str) -> OneFile:
     """A copy of the file at ``path`` as a run's tools see it, with its owner's storage use: what planning one
     change needs, for the decision service's preview. Read outside any tool call, so without a deadline's shield."""
     path = normalize_path(path)
-    owner = _owned_by(tenant_id, agent_id, run_id, path)
+    owner = _owned_by(run.tenant_id, run.agent_id, _Scratch(run.id, run.thread_id), path)
     return OneFile(path, _content(session, owner, path), _storage_use(session, owner, path))
 
 
@@ -155,7 +184,8 @@ def get_agent_file(session: Session, tenant_id: uuid.UUID, agent_id: uuid.UUID, 
 def get_run_file(session: Session, principal: Principal, run_id: uuid.UUID, path: str) -> File:
     """A scratch file of a run the principal may see; :class:`NotFound` otherwise."""
     run = get_run(session, principal, run_id)
-    file = session.scalar(select(File).where(File.tenant_id == run.tenant_id, File.run_id == run.id, File.path == path))
+    scratch = _Scratch(run.id, run.thread_id)
+    file = session.scalar(select(File).where(File.tenant_id == run.tenant_id, scratch.files(), File.path == path))
     if file is None:
         raise NotFound(f"file {path} not found")
     return file

@@ -43,8 +43,10 @@ def insert_messages(
     messages: Sequence[Message],
     subagent_call_id: uuid.UUID | None,
     first_seq: int,
+    thread_id: uuid.UUID | None = None,
 ) -> list[MessageRow]:
-    """Insert messages numbered from ``first_seq`` (a range the caller reserved on the run's counter) at once.
+    """Insert messages numbered from ``first_seq`` (a range the caller reserved on the run's counter) at once; a
+    thread's run gives its ``thread_id`` (the numbers are then thread-wide).
 
     One Core ``executemany`` (SQLAlchemy pages it into multi-row statements), not the ORM's unit of work: the rows
     returned describe what was written and are not attached to the session.
@@ -57,10 +59,11 @@ def insert_messages(
             role=message.role,
             content=message.content,
             subagent_call_id=subagent_call_id,
+            thread_id=thread_id,
         )
         for index, message in enumerate(messages)
     ]
-    columns = ("tenant_id", "run_id", "seq", "role", "content", "subagent_call_id")
+    columns = ("tenant_id", "run_id", "seq", "role", "content", "subagent_call_id", "thread_id")
     session.execute(_INSERT_MESSAGES, [{name: getattr(row, name) for name in columns} for row in rows])
     return rows
 

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, bindparam, null, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, bindparam, exists, null, select, update
+from sqlalchemy.orm import Session, aliased
 
 from hango.kernel.auth import Principal
 from hango.kernel.errors import NotFound
-from hango.kernel.models import Run, RunState
+from hango.kernel.models import ACTIVE_RUN_STATES, Run, RunState
 from hango.kernel.pagination import Page, PageRequest, paginate
 
 
@@ -30,7 +30,7 @@ def visible_to_bound(*, members_own: bool) -> ColumnElement[bool]:
 
 
 def _visible(tenant_id: Any, user_id: Any, *, members_own: bool) -> ColumnElement[bool]:
-    clause: ColumnElement[bool] = Run.tenant_id == tenant_id
+    clause: ColumnElement[bool] = (Run.tenant_id == tenant_id) & Run.deleted_at.is_(None)
     if members_own:
         clause = clause & (Run.created_by == user_id)
     return clause
@@ -62,6 +62,29 @@ def list_runs(session: Session, principal: Principal, page: PageRequest, state: 
     return paginate(session, statement, [Run.created_at, Run.id], page, descending=True)
 
 
+def _first_of_thread() -> ColumnElement[bool]:
+    """No earlier run of the run's thread is still active (always true of a run without a thread).
+
+    The claim's statement evaluates it on the row it updates, so of a thread's runs only the oldest active one can
+    move to ``running``: the runs of a thread never run at the same time, whatever the number of workers.
+    """
+    earlier = aliased(Run)
+    return ~exists().where(
+        earlier.thread_id == Run.thread_id,
+        earlier.thread_position < Run.thread_position,
+        earlier.state.in_(ACTIVE_RUN_STATES),
+    )
+
+
+FIRST_OF_THREAD = _first_of_thread()
+
+
+def list_thread_runs(session: Session, thread_id: uuid.UUID, page: PageRequest) -> Page[Run]:
+    """A thread's runs (the caller checked it may see the thread), newest first."""
+    statement = select(Run).where(Run.thread_id == thread_id, Run.deleted_at.is_(None))
+    return paginate(session, statement, [Run.created_at, Run.id], page, descending=True)
+
+
 @dataclass(frozen=True)
 class Add:
     """A value of :func:`move` that raises the column by ``amount`` (``column + amount``, the amount bound)."""
@@ -78,17 +101,18 @@ class Sql:
 
 
 class RunCounters(NamedTuple):
-    """What a worker's fenced write needs back: where the run's message and event numbers now end, and whose run it
-    is (who may see its approvals)."""
+    """What a worker's fenced write needs back: where the run's message and event numbers now end, whose run it
+    is (who may see its approvals) and its thread."""
 
     id: uuid.UUID
     tenant_id: uuid.UUID
     message_seq: int
     event_seq: int
     created_by: uuid.UUID
+    thread_id: uuid.UUID | None = None
 
 
-_COUNTERS = (Run.id, Run.tenant_id, Run.message_seq, Run.event_seq, Run.created_by)
+_COUNTERS = (Run.id, Run.tenant_id, Run.message_seq, Run.event_seq, Run.created_by, Run.thread_id)
 _OPTIONS = {"synchronize_session": False, "populate_existing": True}
 
 
@@ -102,6 +126,7 @@ def move(
     lease_expired_before: datetime | None = None,
     events: int = 0,
     bound: Mapping[str, Any] | None = None,
+    first_of_thread: bool = False,
 ) -> Run | None:
     """Change a run's row in one conditional ``UPDATE … RETURNING``: only while it is in ``source`` (and, given an
     ``owner``, under that worker's lease). ``None`` when the guard did not hold; the loaded row is refreshed.
@@ -148,6 +173,7 @@ def _guarded(
     events: int,
     *,
     returning: tuple[Any, ...] | None,
+    first_of_thread: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """The conditional UPDATE and its parameters; built once per shape unless a value is a SQL expression."""
     if events:
@@ -164,11 +190,18 @@ def _guarded(
         else:
             kinds.append((name, "add" if isinstance(value, Add) else "value"))
             parameters[f"value_{name}"] = value.amount if isinstance(value, Add) else value
-    shape = (tuple(sorted(source)), owner is not None, lease_expired_before is not None, tuple(kinds), returning)
+    shape = (
+        tuple(sorted(source)),
+        owner is not None,
+        lease_expired_before is not None,
+        tuple(kinds),
+        returning,
+        first_of_thread,
+    )
     cacheable = all(kind != "sql" for _, kind in kinds)
     statement = _STATEMENTS.get(shape) if cacheable else None
     if statement is None:
-        statement = _build(source, values, owner, lease_expired_before, returning)
+        statement = _build(source, values, owner, lease_expired_before, returning, first_of_thread)
         if cacheable and len(_STATEMENTS) < _MOST_STATEMENTS:
             _STATEMENTS[shape] = statement
     return statement, parameters
@@ -180,9 +213,12 @@ def _build(
     owner: str | None,
     lease_expired_before: datetime | None,
     returning: tuple[Any, ...] | None,
+    first_of_thread: bool,
 ) -> Any:
     columns = Run.__table__.c
     statement = update(Run).where(Run.id == bindparam("run_id"), Run.state.in_(sorted(source)))
+    if first_of_thread:
+        statement = statement.where(FIRST_OF_THREAD)
     if owner is not None:
         statement = statement.where(Run.lease_owner == bindparam("owner"))
     if lease_expired_before is not None:
@@ -219,10 +255,11 @@ def lock_lost_runs(session: Session, now: datetime, limit: int) -> list[Run]:
 
 
 def lock_waiting_runs(session: Session, updated_before: datetime, limit: int) -> list[Run]:
-    """``queued`` runs untouched since ``updated_before``, longest waiting first, skipping rows others hold."""
+    """``queued`` runs untouched since ``updated_before``, longest waiting first, skipping rows others hold (and a
+    thread's runs waiting for an earlier one: that one's end enqueues them)."""
     statement = (
         select(Run)
-        .where(Run.state == "queued", Run.updated_at < updated_before)
+        .where(Run.state == "queued", Run.updated_at < updated_before, FIRST_OF_THREAD)
         .order_by(Run.updated_at)
         .limit(limit)
         .with_for_update(skip_locked=True)

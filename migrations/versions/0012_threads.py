@@ -7,7 +7,8 @@
 - ``thread_ancestors``: for a fork, every thread it shares messages with and up to which ``seq``.
 - ``runs.thread_id``, ``thread_position``, ``first_seq`` and ``input``: a thread's run, its place among the thread's
   runs, where its own messages start (null until it starts) and its input until then (its messages are written when
-  it starts, after whatever the previous run left).
+  it starts, after whatever the previous run left); ``runs.deleted_at`` marks the runs a deleted thread keeps for
+  its forks.
 - ``messages.thread_id``: the thread of a message of a thread's run; ``seq`` is then thread-wide.
 - ``files.thread_id``: a thread's scratch files, which persist across its runs.
 - ``agents.history``: ``{"max_messages": N}``, how much of a thread's earlier conversation its runs show the model.
@@ -91,6 +92,7 @@ def upgrade() -> None:
     op.add_column("runs", sa.Column("thread_position", sa.Integer(), nullable=True))
     op.add_column("runs", sa.Column("first_seq", sa.Integer(), nullable=True))
     op.add_column("runs", sa.Column("input", postgresql.JSONB(none_as_null=True), nullable=True))
+    op.add_column("runs", sa.Column("deleted_at", sa.DateTime(timezone=True), nullable=True))
     op.create_foreign_key(
         op.f("fk_runs_thread_id_threads"), "runs", "threads", ["thread_id"], ["id"], ondelete="CASCADE"
     )
@@ -148,6 +150,7 @@ def downgrade() -> None:
     op.drop_column("messages", "thread_id")
     op.drop_index("ix_runs_thread_active", table_name="runs")
     op.drop_constraint(op.f("uq_runs_thread_id_thread_position"), "runs", type_="unique")
+    op.drop_column("runs", "deleted_at")
     op.drop_column("runs", "input")
     op.drop_column("runs", "first_seq")
     op.drop_column("runs", "thread_position")

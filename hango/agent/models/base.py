@@ -31,6 +31,8 @@ class ModelRequest:
     messages: list[Message]
     tools: list[ToolSpec] = field(default_factory=list)
     max_tokens: int | None = None
+    # Assistant turns of the conversation that ``messages`` leave out (a thread's history window cut them).
+    turns_before: int = 0
 
 
 class ModelError(HangoError):

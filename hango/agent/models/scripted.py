@@ -1,8 +1,9 @@
 """The scripted model: deterministic assistant turns from the agent's configuration.
 
 A product feature, not a test double: tests, the demo and the benchmarks all run on it. The turn it plays is the
-number of assistant turns already in the loop's persisted history, so a resumed run continues where it stopped;
-once the script is used up it answers ``done``.
+number of assistant turns already in the loop's persisted history, so a resumed run continues where it stopped (and
+a thread's next run where its last one did, counting the whole stored conversation even when a history window shows
+the model less of it); once the script is used up it answers ``done``.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ class ScriptedModel:
 
     def complete(self, request: ModelRequest) -> AssistantTurn:
         """The scripted turn for the current position in the history."""
-        turn = sum(1 for message in request.messages if message.role == "assistant")
+        # The stored conversation's turns, not the window's: a thread's next run plays the script's next entry.
+        turn = request.turns_before + sum(1 for message in request.messages if message.role == "assistant")
         if turn >= len(self._script):
             return AssistantTurn(
                 text=EXHAUSTED_TEXT, usage=Usage(_estimate_tokens(request.messages, request.system), 1)

@@ -211,7 +211,7 @@ def _kept_previews(
         if path is None:
             continue
         # The planning reads a copy of the one file it changes, so the agent core never calls up into the store.
-        files = one_file(session, run.tenant_id, run.agent_id, run.id, path)
+        files = one_file(session, run, path)
         preview = previews.kept_preview(runtime.tools, files, limits, diff_limits, row.tool_name, arguments)
         if preview is not None:
             kept[row.id] = preview

@@ -1,0 +1,329 @@
+"""Threads: who may see which, their derived status, and the statements behind a thread's conversation.
+
+A thread's conversation is the messages of its runs (``messages.thread_id``, ``seq`` thread-wide, subagents' inner
+messages excluded) after, for a fork, its ancestors' messages up to where it forked (:class:`ThreadAncestor`).
+Numbers never overlap along that line (a fork's own messages are numbered after its ``base_seq``), so one ordered
+scan over the segments reads the conversation.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, case, delete, exists, func, insert, literal, or_, select, update
+from sqlalchemy.orm import Session
+
+from hango.agent.messages import Message
+from hango.kernel.auth import Principal
+from hango.kernel.errors import NotFound
+from hango.kernel.models import (
+    ACTIVE_RUN_STATES,
+    ApprovalEvent,
+    File,
+    PendingApproval,
+    Run,
+    RunEvent,
+    SubagentCall,
+    Thread,
+    ThreadAncestor,
+)
+from hango.kernel.models import Message as MessageRow
+from hango.kernel.pagination import Page, PageRequest, paginate
+
+THREAD_STATUSES = ("idle", "busy", "interrupted", "error")
+
+
+def visible_to(principal: Principal) -> ColumnElement[bool]:
+    """The threads a principal may see: the tenant's live ones, and for a member only those they created."""
+    clause: ColumnElement[bool] = (Thread.tenant_id == principal.tenant_id) & Thread.deleted_at.is_(None)
+    if not principal.is_manager:
+        clause = clause & (Thread.created_by == principal.user_id)
+    return clause
+
+
+def get_thread(session: Session, principal: Principal, thread_id: uuid.UUID, *, for_update: bool = False) -> Thread:
+    """A thread the principal may see (locked until commit with ``for_update``); :class:`NotFound` otherwise."""
+    statement = select(Thread).where(Thread.id == thread_id, visible_to(principal))
+    if for_update:
+        statement = statement.with_for_update()
+    thread = session.scalar(statement)
+    if thread is None:
+        raise NotFound(f"thread {thread_id} not found")
+    return thread
+
+
+def take_position(session: Session, thread: Thread) -> int:
+    """The next run's place in the thread, taken under the thread's row lock (which the caller holds)."""
+    values = {"run_seq": Thread.run_seq + 1, "updated_at": datetime.now(UTC)}
+    statement = update(Thread).where(Thread.id == thread.id).values(**values).returning(Thread.run_seq)
+    position: int = session.execute(statement, execution_options={"synchronize_session": False}).scalar_one()
+    return position
+
+
+def active_runs(session: Session, thread_id: uuid.UUID, *, lock: bool = False) -> list[Run]:
+    """The thread's queued, running and waiting runs, oldest first; ``lock`` holds them until commit (a run's end
+    then waits for the caller, and sees what it adds)."""
+    statement = (
+        select(Run).where(Run.thread_id == thread_id, Run.state.in_(ACTIVE_RUN_STATES)).order_by(Run.thread_position)
+    )
+    return list(session.scalars(statement.with_for_update() if lock else statement))
+
+
+def next_to_start(session: Session, thread_id: uuid.UUID) -> Run | None:
+    """The thread's oldest active run, if it is queued: the one to enqueue once the run before it ended."""
+    statement = (
+        select(Run)
+        .where(Run.thread_id == thread_id, Run.state.in_(ACTIVE_RUN_STATES))
+        .order_by(Run.thread_position)
+        .limit(1)
+    )
+    run = session.scalar(statement)
+    return run if run is not None and run.state == "queued" else None
+
+
+# --- what the API shows of a thread: derived when read, so that no run's step writes the thread's row
+
+
+def status_of() -> ColumnElement[str]:
+    """A thread's status, from its runs: ``interrupted`` while one awaits approval, else ``busy`` while one is
+    queued or running, else ``error`` when its last run that succeeded or failed failed, else ``idle``."""
+    awaiting = exists().where(Run.thread_id == Thread.id, Run.state == "awaiting_approval")
+    busy = exists().where(Run.thread_id == Thread.id, Run.state.in_(("queued", "running")))
+    last_ended = (
+        select(Run.state)
+        .where(Run.thread_id == Thread.id, Run.state.in_(("succeeded", "failed")))
+        .order_by(Run.thread_position.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    return case(
+        (awaiting, "interrupted"),
+        (busy, "busy"),
+        (last_ended == "failed", "error"),
+        else_="idle",
+    )
+
+
+def _last_run_id() -> ColumnElement[uuid.UUID]:
+    return (
+        select(Run.id).where(Run.thread_id == Thread.id).order_by(Run.thread_position.desc()).limit(1).scalar_subquery()
+    )
+
+
+def _own_message_count() -> ColumnElement[int]:
+    return (
+        select(func.count())
+        .select_from(MessageRow)
+        .where(MessageRow.thread_id == Thread.id, MessageRow.subagent_call_id.is_(None))
+        .scalar_subquery()
+    )
+
+
+@dataclass(frozen=True)
+class ThreadView:
+    """A thread as the API shows it, with what is derived from its runs and messages."""
+
+    thread: Thread
+    status: str
+    last_run_id: uuid.UUID | None
+    message_count: int
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.thread, name)
+
+
+def views(session: Session, threads: Sequence[Thread]) -> list[ThreadView]:
+    """The views of ``threads``, derived in one statement."""
+    if not threads:
+        return []
+    statement = select(Thread.id, status_of(), _last_run_id(), Thread.base_count + _own_message_count()).where(
+        Thread.id.in_([thread.id for thread in threads])
+    )
+    derived = {row[0]: row[1:] for row in session.execute(statement)}
+    return [ThreadView(thread, *derived[thread.id]) for thread in threads]
+
+
+def list_threads(
+    session: Session,
+    principal: Principal,
+    page: PageRequest,
+    *,
+    status: str | None = None,
+    agent_id: uuid.UUID | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> Page[ThreadView]:
+    """The threads a principal may see, newest first, filtered by status, agent and metadata values."""
+    statement = select(Thread).where(visible_to(principal))
+    if status is not None:
+        statement = statement.where(status_of() == status)
+    if agent_id is not None:
+        statement = statement.where(Thread.agent_id == agent_id)
+    if metadata:
+        statement = statement.where(Thread.meta.contains(dict(metadata)))
+    found = paginate(session, statement, [Thread.created_at, Thread.id], page, descending=True)
+    return Page(views(session, found.items), found.next_cursor)
+
+
+# --- the conversation
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where a thread's conversation lies: its own messages, after its ancestors' up to their ``up_to_seq``."""
+
+    thread_id: uuid.UUID
+    tenant_id: uuid.UUID
+    ancestors: tuple[tuple[uuid.UUID, int], ...]
+
+    @classmethod
+    def of(cls, session: Session, thread: Thread) -> Lineage:
+        """The lineage of a thread, read in one statement."""
+        statement = select(ThreadAncestor.ancestor_id, ThreadAncestor.up_to_seq).where(
+            ThreadAncestor.thread_id == thread.id
+        )
+        ancestors = tuple((ancestor, up_to) for ancestor, up_to in session.execute(statement))
+        return cls(thread.id, thread.tenant_id, ancestors)
+
+    def messages(self, before: int | None = None) -> ColumnElement[bool]:
+        """The conversation's messages (numbered below ``before`` when given)."""
+        own: ColumnElement[bool] = MessageRow.thread_id == self.thread_id
+        segments = [
+            own,
+            *(and_(MessageRow.thread_id == ancestor, MessageRow.seq <= up_to) for ancestor, up_to in self.ancestors),
+        ]
+        clause = and_(MessageRow.tenant_id == self.tenant_id, MessageRow.subagent_call_id.is_(None), or_(*segments))
+        return clause if before is None else and_(clause, MessageRow.seq < before)
+
+
+def conversation_page(session: Session, lineage: Lineage, page: PageRequest) -> Page[MessageRow]:
+    """One page of the conversation, by ``seq``."""
+    return paginate(session, select(MessageRow).where(lineage.messages()), [MessageRow.seq], page)
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """What a run of a thread sees of the conversation before its own messages: the last messages (all, or at most
+    a window's worth), the run each belongs to, and how many assistant turns the whole of it holds."""
+
+    messages: list[Message]
+    run_ids: list[uuid.UUID]
+    turns: int
+
+
+def earlier_conversation(session: Session, lineage: Lineage, before: int | None, most: int | None) -> Earlier:
+    """The conversation before ``before`` (``None``: all of it): its last ``most`` messages (``None``: every one),
+    in order, and the assistant turns of the whole of it."""
+    clause = lineage.messages(before)
+    statement = (
+        select(MessageRow.seq, MessageRow.role, MessageRow.content, MessageRow.run_id)
+        .where(clause)
+        .order_by(MessageRow.seq.desc())
+    )
+    if most is not None:
+        statement = statement.limit(most)
+    rows = list(session.execute(statement))[::-1]
+    messages = [Message(role=role, content=list(content), seq=seq) for seq, role, content, _ in rows]
+    turns = sum(1 for message in messages if message.role == "assistant")
+    if most is not None and len(rows) == most:  # the rest of the conversation is counted, not read
+        counted = select(func.count()).select_from(MessageRow).where(clause, MessageRow.role == "assistant")
+        turns = int(session.scalar(counted) or 0)
+    return Earlier(messages, [row[3] for row in rows], turns)
+
+
+def last_seq(session: Session, thread: Thread) -> int:
+    """The number of the thread's last stored message (its inner ones included), or where its own numbers start."""
+    statement = select(func.max(MessageRow.seq)).where(MessageRow.thread_id == thread.id)
+    last = session.scalar(statement)
+    return thread.base_seq if last is None else int(last)
+
+
+def conversation_count(session: Session, lineage: Lineage, up_to: int) -> int:
+    """How many conversation messages are numbered up to ``up_to``."""
+    statement = select(func.count()).select_from(MessageRow).where(lineage.messages(up_to + 1))
+    return int(session.scalar(statement) or 0)
+
+
+def message_at(session: Session, lineage: Lineage, seq: int) -> MessageRow | None:
+    """The conversation's message numbered ``seq``, if there is one."""
+    return session.scalar(select(MessageRow).where(lineage.messages(), MessageRow.seq == seq))
+
+
+def following(session: Session, lineage: Lineage, seq: int) -> MessageRow | None:
+    """The conversation's first message after ``seq``, if any."""
+    statement = select(MessageRow).where(lineage.messages(), MessageRow.seq > seq).order_by(MessageRow.seq).limit(1)
+    return session.scalar(statement)
+
+
+def insert_fork(session: Session, parent: Thread, lineage: Lineage, fork: Thread, up_to: int) -> None:
+    """Store ``fork``'s lineage (the parent up to ``up_to``, and what the parent shares up to there) and copy the
+    parent's scratch files to it."""
+    rows = [{"thread_id": fork.id, "ancestor_id": parent.id, "up_to_seq": up_to}]
+    rows += [
+        {"thread_id": fork.id, "ancestor_id": ancestor, "up_to_seq": min(shared, up_to)}
+        for ancestor, shared in lineage.ancestors
+        if min(shared, up_to) > 0
+    ]
+    session.execute(insert(ThreadAncestor), rows)
+    columns = select(
+        func.gen_random_uuid(), File.tenant_id, File.path, File.content, literal(fork.id, File.thread_id.type)
+    ).where(File.tenant_id == parent.tenant_id, File.thread_id == parent.id)
+    session.execute(
+        insert(File).from_select(["id", "tenant_id", "path", "content", "thread_id"], columns),
+        execution_options={"synchronize_session": False},
+    )
+
+
+# --- deletion
+
+
+def shared_up_to(session: Session, thread_id: uuid.UUID) -> int | None:
+    """The highest number up to which some other thread (a fork, live or deleted) shares this thread's messages."""
+    statement = select(func.max(ThreadAncestor.up_to_seq)).where(ThreadAncestor.ancestor_id == thread_id)
+    shared = session.scalar(statement)
+    return None if shared is None else int(shared)
+
+
+def remove(session: Session, thread: Thread) -> None:
+    """Remove a thread whose runs have all ended, with its runs, messages, events, approvals and scratch files.
+
+    Messages a fork shares stay, with the runs that own them, behind the thread's row marked deleted; they go with
+    the last fork that shares them. Then every deleted ancestor no fork shares any more goes too.
+    """
+    runs = select(Run.id).where(Run.thread_id == thread.id)
+    approvals = select(PendingApproval.id).where(PendingApproval.run_id.in_(runs))
+    session.execute(
+        delete(ApprovalEvent).where(
+            ApprovalEvent.tenant_id == thread.tenant_id, ApprovalEvent.approval_id.in_(approvals)
+        )
+    )
+    shared = shared_up_to(session, thread.id)
+    if shared is None:
+        ancestors = list(
+            session.scalars(select(ThreadAncestor.ancestor_id).where(ThreadAncestor.thread_id == thread.id))
+        )
+        session.execute(delete(Thread).where(Thread.id == thread.id))  # its runs and everything theirs cascade
+        _collect(session, ancestors)
+        return
+    session.execute(delete(RunEvent).where(RunEvent.run_id.in_(runs)))
+    session.execute(delete(PendingApproval).where(PendingApproval.run_id.in_(runs)))
+    session.execute(delete(SubagentCall).where(SubagentCall.run_id.in_(runs)))
+    session.execute(delete(MessageRow).where(MessageRow.thread_id == thread.id, MessageRow.seq > shared))
+    session.execute(delete(File).where(File.thread_id == thread.id))
+    keeping = select(MessageRow.run_id).where(MessageRow.thread_id == thread.id)
+    session.execute(delete(Run).where(Run.thread_id == thread.id, Run.id.not_in(keeping)))
+    now = datetime.now(UTC)
+    session.execute(update(Run).where(Run.thread_id == thread.id).values(deleted_at=now))
+    session.execute(update(Thread).where(Thread.id == thread.id).values(deleted_at=now))
+
+
+def _collect(session: Session, ancestors: Sequence[uuid.UUID]) -> None:
+    """Remove the deleted ancestors that no thread shares messages with any more."""
+    for ancestor_id in ancestors:
+        statement = select(Thread).where(Thread.id == ancestor_id, Thread.deleted_at.is_not(None)).with_for_update()
+        ancestor = session.scalar(statement)
+        if ancestor is not None and shared_up_to(session, ancestor.id) is None:
+            remove(session, ancestor)
