@@ -342,8 +342,8 @@ def storage(bench: Bench, options: Options) -> list[Figure]:
         goal = 0.25 if name == "LangGraph" else None
         figures.append(
             Figure(
-                f"bytes of a {long}-turn thread vs {name}'s ({name} at {short}: {peers[name, short]:,} B, "
-                f"{peers[name, long] / peers[name, short]:.2f}x)",
+                f"bytes of a {long}-turn thread vs {name}, the same chat ({name} at {short} turns: "
+                f"{peers[name, short]:,} B, {peers[name, long] / peers[name, short]:.2f}x)",
                 f"{ours[long]:,} B",
                 f"{name}: {peers[name, long]:,} B",
                 f"{ratio:.3f}x",
