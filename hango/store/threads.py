@@ -162,8 +162,8 @@ def list_threads(
         statement = statement.where(status_of() == status)
     if agent_id is not None:
         statement = statement.where(Thread.agent_id == agent_id)
-    if metadata:
-        statement = statement.where(Thread.meta.contains(dict(metadata)))
+    for key, value in (metadata or {}).items():  # compared as text: ?metadata.n=5 finds {"n": 5} and {"n": "5"}
+        statement = statement.where(Thread.meta[key].astext == value)
     found = paginate(session, statement, [Thread.created_at, Thread.id], page, descending=True)
     return Page(views(session, found.items), found.next_cursor)
 
@@ -181,7 +181,9 @@ class Lineage:
 
     @classmethod
     def of(cls, session: Session, thread: Thread) -> Lineage:
-        """The lineage of a thread, read in one statement."""
+        """The lineage of a thread, read in one statement (none for a thread that is not a fork)."""
+        if thread.base_seq == 0:
+            return cls(thread.id, thread.tenant_id, ())
         statement = select(ThreadAncestor.ancestor_id, ThreadAncestor.up_to_seq).where(
             ThreadAncestor.thread_id == thread.id
         )
@@ -234,11 +236,12 @@ def earlier_conversation(session: Session, lineage: Lineage, before: int | None,
     return Earlier(messages, [row[3] for row in rows], turns)
 
 
-def last_seq(session: Session, thread: Thread) -> int:
-    """The number of the thread's last stored message (its inner ones included), or where its own numbers start."""
-    statement = select(func.max(MessageRow.seq)).where(MessageRow.thread_id == thread.id)
-    last = session.scalar(statement)
-    return thread.base_seq if last is None else int(last)
+def thread_and_last_seq(session: Session, thread_id: uuid.UUID) -> tuple[Thread, int]:
+    """A thread (the caller has the right to it: a worker's run's), and the number of its last stored message (its
+    inner ones included) or, before any, where its own numbers start; in one statement."""
+    last = select(func.max(MessageRow.seq)).where(MessageRow.thread_id == thread_id).scalar_subquery()
+    thread, seq = session.execute(select(Thread, last).where(Thread.id == thread_id)).one()
+    return thread, thread.base_seq if seq is None else int(seq)
 
 
 def conversation_count(session: Session, lineage: Lineage, up_to: int) -> int:
