@@ -56,12 +56,16 @@ def get_thread(session: Session, principal: Principal, thread_id: uuid.UUID, *, 
     return thread
 
 
-def take_position(session: Session, thread: Thread) -> int:
-    """The next run's place in the thread, taken under the thread's row lock (which the caller holds)."""
+def take_position(session: Session, principal: Principal, thread_id: uuid.UUID) -> Thread:
+    """A thread the principal may see, locked until commit, with the next run's place taken (``run_seq``), in one
+    statement; :class:`NotFound` otherwise."""
     values = {"run_seq": Thread.run_seq + 1, "updated_at": datetime.now(UTC)}
-    statement = update(Thread).where(Thread.id == thread.id).values(**values).returning(Thread.run_seq)
-    position: int = session.execute(statement, execution_options={"synchronize_session": False}).scalar_one()
-    return position
+    statement = update(Thread).where(Thread.id == thread_id, visible_to(principal)).values(**values).returning(Thread)
+    options = {"synchronize_session": False, "populate_existing": True}
+    thread = session.scalars(statement, execution_options=options).one_or_none()
+    if thread is None:
+        raise NotFound(f"thread {thread_id} not found")
+    return thread
 
 
 def active_runs(session: Session, thread_id: uuid.UUID, *, lock: bool = False) -> list[Run]:

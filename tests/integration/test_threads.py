@@ -137,3 +137,30 @@ def test_a_failed_last_run_shows_error_until_a_later_run_succeeds(client: FlaskC
     assert client.get(f"/v1/threads/{thread['id']}", headers=owner.headers).json["status"] == "error"
     listed = client.get("/v1/threads?status=error", headers=owner.headers).json["items"]
     assert [item["id"] for item in listed] == [thread["id"]]
+
+
+def test_lists_filter_by_agent_metadata_and_status_and_a_member_sees_their_own(
+    client: FlaskClient, tenant: TenantFixture
+) -> None:
+    owner, member = tenant.owner, tenant.add("member")
+    first, second = create_agent(client, owner, []), create_agent(client, owner, [])
+    acme = new_thread(client, owner, first, customer="acme", tier=2)
+    globex = new_thread(client, owner, second, customer="globex")
+    mine = new_thread(client, member, first, customer="acme")
+
+    def listed(query: str, person: Person = owner) -> list[str]:
+        response = client.get(f"/v1/threads?{query}", headers=person.headers)
+        assert response.status_code == 200, response.json
+        return [item["id"] for item in response.json["items"]]
+
+    assert listed("") == [mine["id"], globex["id"], acme["id"]]
+    assert listed(f"agent_id={second}") == [globex["id"]]
+    assert listed("metadata.customer=acme") == [mine["id"], acme["id"]]
+    assert listed("metadata.customer=acme&metadata.tier=2") == [acme["id"]]  # a number matches as text
+    assert listed("status=idle&metadata.customer=globex") == [globex["id"]]
+    assert listed("status=busy") == []
+    assert listed("", member) == [mine["id"]]
+    assert client.get(f"/v1/threads/{acme['id']}", headers=member.headers).status_code == 404
+    unknown = client.get("/v1/threads?stauts=idle", headers=owner.headers)
+    assert unknown.status_code == 400
+    assert unknown.json["errors"][0]["field"] == "stauts"
