@@ -33,6 +33,7 @@ from hango.api.grants import GrantCreate
 from hango.api.mcp_servers import McpServerCreate, McpServerUpdate
 from hango.api.patterns import NOT_BLANK, duration_pattern
 from hango.api.runs import RunCreate
+from hango.api.threads import ThreadRunCreate
 from hango.api.webhooks import WebhookCreate
 from hango.kernel.config import Settings, spelt_duration
 from hango.kernel.models import DECISIONS
@@ -191,6 +192,7 @@ class Rules(BasePlugin):
             DecisionSchema: _decision,
             RememberSchema: self._remember,
             RunCreate: _run,
+            ThreadRunCreate: _run,
             GrantCreate: self._grant,
             WebhookCreate: self._webhook,
             McpServerCreate: self._mcp_server,
