@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -151,22 +151,28 @@ def views(session: Session, threads: Sequence[Thread]) -> list[ThreadView]:
     return [ThreadView(thread, *derived[thread.id]) for thread in threads]
 
 
+@dataclass(frozen=True)
+class ThreadFilter:
+    """What a thread list keeps: one status, one agent, and metadata values (compared as text)."""
+
+    status: str | None = None
+    agent_id: uuid.UUID | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+EVERY_THREAD = ThreadFilter()
+
+
 def list_threads(
-    session: Session,
-    principal: Principal,
-    page: PageRequest,
-    *,
-    status: str | None = None,
-    agent_id: uuid.UUID | None = None,
-    metadata: Mapping[str, str] | None = None,
+    session: Session, principal: Principal, page: PageRequest, kept: ThreadFilter = EVERY_THREAD
 ) -> Page[ThreadView]:
-    """The threads a principal may see, newest first, filtered by status, agent and metadata values."""
+    """The threads a principal may see, newest first, that ``kept`` keeps."""
     statement = select(Thread).where(visible_to(principal))
-    if status is not None:
-        statement = statement.where(status_of() == status)
-    if agent_id is not None:
-        statement = statement.where(Thread.agent_id == agent_id)
-    for key, value in (metadata or {}).items():  # compared as text: ?metadata.n=5 finds {"n": 5} and {"n": "5"}
+    if kept.status is not None:
+        statement = statement.where(status_of() == kept.status)
+    if kept.agent_id is not None:
+        statement = statement.where(Thread.agent_id == kept.agent_id)
+    for key, value in kept.metadata.items():  # compared as text: ?metadata.n=5 finds {"n": 5} and {"n": "5"}
         statement = statement.where(Thread.meta[key].astext == value)
     found = paginate(session, statement, [Thread.created_at, Thread.id], page, descending=True)
     return Page(views(session, found.items), found.next_cursor)
