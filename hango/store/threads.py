@@ -327,3 +327,64 @@ def _collect(session: Session, ancestors: Sequence[uuid.UUID]) -> None:
         ancestor = session.scalar(statement)
         if ancestor is not None and shared_up_to(session, ancestor.id) is None:
             remove(session, ancestor)
+
+
+# --- the thread's event stream: its runs one after the other
+
+
+@dataclass(frozen=True)
+class RunPlace:
+    """A run of a thread and its place among the thread's runs."""
+
+    run_id: uuid.UUID
+    position: int
+
+
+def run_from(session: Session, principal: Principal, thread_id: uuid.UUID, position: int) -> RunPlace | None:
+    """The thread's first run at ``position`` or after, in one statement; ``None`` when it has none yet.
+
+    Raises:
+        NotFound: the principal may not see the thread (or it was deleted).
+    """
+    statement = (
+        select(Thread.id, Run.id, Run.thread_position)
+        .outerjoin(Run, (Run.thread_id == Thread.id) & (Run.thread_position >= position))
+        .where(Thread.id == thread_id, visible_to(principal))
+        .order_by(Run.thread_position)
+        .limit(1)
+    )
+    row = session.execute(statement).one_or_none()
+    if row is None:
+        raise NotFound(f"thread {thread_id} not found")
+    _, run_id, place = row
+    return None if run_id is None or place is None else RunPlace(run_id, place)
+
+
+def thread_run(session: Session, principal: Principal, thread_id: uuid.UUID, run_id: uuid.UUID) -> Run | None:
+    """A run of a thread the principal may see (whoever started the run); ``None`` otherwise."""
+    statement = (
+        select(Run)
+        .join(Thread, Thread.id == Run.thread_id)
+        .where(Run.id == run_id, Run.thread_id == thread_id, visible_to(principal))
+    )
+    return session.scalar(statement)
+
+
+def visible_run_count(session: Session, principal: Principal, thread_id: uuid.UUID) -> int | None:
+    """How many runs the thread has been given (its last run's place), or ``None`` when the principal may not see
+    it."""
+    count = session.scalar(select(Thread.run_seq).where(Thread.id == thread_id, visible_to(principal)))
+    return None if count is None else int(count)
+
+
+def visible_run_head(
+    session: Session, principal: Principal, thread_id: uuid.UUID, run_id: uuid.UUID
+) -> tuple[str, int] | None:
+    """A thread's run's state and last event number, or ``None`` when the principal may not see the thread."""
+    statement = (
+        select(Run.state, Run.event_seq)
+        .join(Thread, Thread.id == Run.thread_id)
+        .where(Run.id == run_id, Run.thread_id == thread_id, visible_to(principal))
+    )
+    row = session.execute(statement).one_or_none()
+    return None if row is None else (row.state, row.event_seq)
