@@ -166,6 +166,7 @@ MESSAGES = page(
 APPROVAL: Json = {
     "id": APPROVAL_ID,
     "run_id": RUN_ID,
+    "thread_id": None,
     "tool_call_id": "toolu_01",
     "tool_name": "write_file",
     "arguments": WRITE_ARGUMENTS,

@@ -1,6 +1,7 @@
 """A thread's event stream, ``GET /v1/threads/{id}/events``, through a real gunicorn server and a real worker: its
 runs' events run after run with ids that increase across them, replay after ``Last-Event-ID``, a stream that stays
-open while the thread is idle, and who may follow it."""
+open while the thread is idle, and who may follow it. Then the thread named wherever an approval or a finished run
+is shown: the approval lists, the tenant stream and webhooks."""
 
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ from hango.kernel.models import RunEvent
 from hango.platform.db import Database
 from hango.platform.events import Publisher
 from tests.integration.conftest import Person, TenantFixture, create_agent, wait_for_state
+from tests.integration.hitl_helpers import decide, pending, suspended_run, write_memory
 from tests.integration.test_threads import new_thread, send
-from tests.support.processes import api_server
-from tests.support.sse import SseEvent, stream
+from tests.support.processes import api_server, wait_until
+from tests.support.receiver import Receiver, receiving
+from tests.support.sse import SseEvent, events_only, stream
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 SCRIPT = [
@@ -182,3 +185,50 @@ def test_a_member_follows_their_own_thread_with_an_owners_run_and_nobody_else_se
             urllib.request.urlopen(request, timeout=10)  # noqa: S310
         assert refused.value.code == 404
         assert refused.value.headers["Content-Type"] == "application/problem+json"
+
+
+def test_approvals_and_finished_runs_name_their_thread_in_the_lists_the_tenant_stream_and_webhooks(
+    server: str, client: FlaskClient, make_tenant: Any
+) -> None:
+    tenant = make_tenant()  # its own tenant: the tenant stream below replays nobody else's approvals
+    owner = tenant.owner
+    script = [{"text": "Saving.", "tool_calls": [write_memory(call_id="w")]}, {"text": "Done."}]
+    with receiving() as receiver:
+        hook = {"url": receiver.url, "events": ["approval.requested", "run.finished"]}
+        assert client.post("/v1/webhooks", json=hook, headers=owner.headers).status_code == 201
+        thread = new_thread(client, owner, create_agent(client, owner, script))
+        run = send(client, owner, thread["id"], "note this")
+        assert wait_for_state(client, owner, run["id"], {"awaiting_approval", "failed"})["state"] == "awaiting_approval"
+        alone = suspended_run(client, tenant, script)  # a run without a thread
+
+        [item] = pending(client, owner, run["id"])
+        assert item["thread_id"] == thread["id"]
+        listed = client.get("/v1/approvals?state=pending", headers=owner.headers).json["items"]
+        assert {entry["run_id"]: entry["thread_id"] for entry in listed} == {run["id"]: thread["id"], alone: None}
+        assert client.get(f"/v1/approvals/{item['id']}", headers=owner.headers).json["thread_id"] == thread["id"]
+        requested = events_only(itertools.islice(stream(server, "/v1/approvals/events", owner.token), 2))
+        assert {event.data["run_id"]: event.data["thread_id"] for event in requested} == {
+            run["id"]: thread["id"],
+            alone: None,
+        }
+
+        assert decide(client, owner, run["id"], {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+        wait_for_state(client, owner, run["id"], {"succeeded"})
+        sent = _webhooks(receiver, run["id"])
+        assert sent["approval.requested"]["thread_id"] == thread["id"]
+        assert sent["run.finished"]["thread_id"] == thread["id"]
+
+
+def _webhooks(receiver: Receiver, run_id: str) -> dict[str, dict[str, Any]]:
+    """The data of the webhooks received about one run, by event type, once both have come."""
+
+    def both() -> dict[str, dict[str, Any]] | None:
+        about: dict[str, dict[str, Any]] = {}
+        for request in receiver.received:
+            data = request.json["data"]
+            if run_id in (data.get("run_id"), data.get("id")):
+                about[request.type] = data
+        return about if len(about) == 2 else None
+
+    found: dict[str, dict[str, Any]] = wait_until(both)
+    return found
