@@ -33,6 +33,7 @@ from hango.api.grants import GrantCreate
 from hango.api.mcp_servers import McpServerCreate, McpServerUpdate
 from hango.api.patterns import NOT_BLANK, duration_pattern
 from hango.api.runs import RunCreate
+from hango.api.threads import ThreadRunCreate
 from hango.api.webhooks import WebhookCreate
 from hango.kernel.config import Settings, spelt_duration
 from hango.kernel.models import DECISIONS
@@ -57,6 +58,7 @@ PATH_PARAMETERS = {
     "path": "the file's path without its leading / (memories/AGENTS.md for /memories/AGENTS.md); only files under "
     "/memories/ and /skills/ are served, any other path is a 404",
     "run_id": "the run's id",
+    "thread_id": "the thread's id; another member's thread (for a member) or another tenant's is a 404",
     "token_id": "the token's id, as POST /v1/users/{user_id}/tokens returned it",
     "user_id": "the user's id",
     "webhook_id": "the webhook's id",
@@ -190,6 +192,7 @@ class Rules(BasePlugin):
             DecisionSchema: _decision,
             RememberSchema: self._remember,
             RunCreate: _run,
+            ThreadRunCreate: _run,
             GrantCreate: self._grant,
             WebhookCreate: self._webhook,
             McpServerCreate: self._mcp_server,

@@ -191,7 +191,7 @@ MessageList = list_of(MessageOut, "MessageList")
 
 
 @blp.route("/runs", methods=["POST"])
-@blp.problems(404)
+@blp.problems(404, 409)
 @blp.arguments(
     RunCreate,
     examples={
@@ -207,7 +207,8 @@ def create_run(body: dict[str, Any]) -> Run:
     Anyone in the tenant may start one (a member then sees it among their own runs). The run keeps a snapshot of
     the agent's configuration, so that a later change to the agent does not change it. The answer is the run in
     state queued; follow it with GET /v1/runs/{run_id}/events or by polling. Give input or messages, not both
-    (400); an agent outside the tenant is a 404. Audited as run.create.
+    (400); an agent outside the tenant is a 404. With thread_id it is POST /v1/threads/{thread_id}/runs (a 409
+    thread-busy while a run of the thread is active, by default). Audited as run.create.
     """
     messages = service.input_messages(body.get("input"), body.get("messages"))
     if body["thread_id"] is not None:

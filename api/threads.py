@@ -14,7 +14,7 @@ from hango.api.audit import audit_target, audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint
 from hango.api.runs import EventArgs, InputMessage, MessageOut, RunSchema
-from hango.api.schemas import ListArgs, cursor_field, list_of, page_request
+from hango.api.schemas import ListArgs, cursor_field, list_of, page_request, refusal
 from hango.kernel.errors import InvalidInput
 from hango.kernel.pagination import Page
 from hango.run import service as run_service
@@ -183,27 +183,45 @@ def list_threads(args: dict[str, Any]) -> Page[ThreadView]:
 @blp.problems(404)
 @blp.response(200, ThreadSchema, example=examples.THREAD)
 def get_thread(thread_id: uuid.UUID) -> ThreadView:
-    """One thread, with its status, last run and message count; another member's or tenant's is a 404."""
+    """One thread.
+
+    Its status, metadata, newest run and message count. Everyone in the tenant may read any thread except that a
+    member sees only the threads they created: another member's, like another tenant's, is a 404.
+    """
     return threads.get_thread(services().runtime, principal(), thread_id)
 
 
 @blp.route("/threads/<uuid:thread_id>", methods=["PATCH"])
 @blp.problems(403, 404)
-@blp.arguments(ThreadUpdate)
+@blp.arguments(ThreadUpdate, example={"metadata": {"customer": "acme", "channel": "email"}})
 @blp.response(200, ThreadSchema, example=examples.THREAD)
 @audited("thread.update", "thread", target_arg="thread_id")
 def update_thread(body: dict[str, Any], thread_id: uuid.UUID) -> ThreadView:
-    """Replace a thread's metadata (its creator, an owner or an admin). Audited as thread.update."""
+    """Replace a thread's metadata.
+
+    The new metadata replaces the old one whole. Only the thread's creator, an owner or an admin may change it (403
+    otherwise). Audited as thread.update.
+    """
     return threads.update_thread(services().runtime, principal(), thread_id, body["metadata"])
 
 
 @blp.route("/threads/<uuid:thread_id>", methods=["DELETE"])
 @blp.problems(403, 404, 409)
 @blp.response(204)
+@blp.doc(
+    responses={
+        "409": refusal(
+            409, examples.problem(409, "conflict", "Conflict", f"thread {examples.THREAD_ID} has an active run")
+        )
+    }
+)
 @audited("thread.delete", "thread", target_arg="thread_id")
 def delete_thread(thread_id: uuid.UUID) -> None:
-    """Delete a thread with its runs, messages, events, approvals and scratch files (its creator, an owner or an
-    admin); 409 while one of its runs is queued, running or awaiting approval. Its forks stay whole. Audited as
+    """Delete a thread.
+
+    Its runs, messages, events, approvals and scratch files go with it; its forks stay whole (the messages they
+    share are kept for them until the last of them is deleted). Only its creator, an owner or an admin may delete
+    it (403 otherwise); while one of its runs is queued, running or awaiting approval it is a 409. Audited as
     thread.delete.
     """
     threads.delete_thread(services().runtime, principal(), thread_id)
@@ -235,7 +253,10 @@ def create_thread_run(body: dict[str, Any], thread_id: uuid.UUID) -> Any:
 @blp.arguments(ListArgs, location="query")
 @blp.response(200, ThreadRunList, example=examples.page(examples.THREAD_RUN))
 def list_thread_runs(args: dict[str, Any], thread_id: uuid.UUID) -> Any:
-    """The thread's runs, newest first."""
+    """The thread's runs, newest first.
+
+    Every run started on the thread, whoever started it; pages come with ?limit= and ?cursor=.
+    """
     return threads.list_runs(services().runtime, principal(), thread_id, page_request(args))
 
 
@@ -244,8 +265,12 @@ def list_thread_runs(args: dict[str, Any], thread_id: uuid.UUID) -> Any:
 @blp.arguments(ThreadMessageArgs, location="query")
 @blp.response(200, ThreadMessageList, example=examples.THREAD_MESSAGES)
 def list_thread_messages(args: dict[str, Any], thread_id: uuid.UUID) -> Any:
-    """The thread's conversation by its thread-wide seq: every message of its runs (subagents' inner messages
-    excluded), after a fork's shared ones."""
+    """The thread's conversation, by its thread-wide seq.
+
+    Every message of its runs in order (subagents' inner messages excluded; they take numbers of their own, so seq
+    can skip), after the messages a fork shares with the thread it was forked from. Each names the run that stored
+    it. Keyset paged with ?limit= and ?cursor=.
+    """
     return threads.list_messages(services().runtime, principal(), thread_id, page_request(args))
 
 
@@ -255,9 +280,12 @@ def list_thread_messages(args: dict[str, Any], thread_id: uuid.UUID) -> Any:
 @blp.response(201, ThreadSchema, example=examples.THREAD)
 @audited("thread.fork", "thread", target_arg="thread_id")
 def fork_thread(body: dict[str, Any], thread_id: uuid.UUID) -> ThreadView:
-    """A new thread of the same agent and metadata whose conversation is this one's first messages, up to
-    up_to_seq (default: all of them), shared rather than copied; its scratch files start as a copy of this one's.
-    409 while a run of the thread is active. Audited as thread.fork.
+    """Fork a thread at a message.
+
+    The new thread has the same agent and metadata, and its conversation is this one's messages up to up_to_seq
+    (default: all of them), shared rather than copied; its scratch files start as a copy of this one's. up_to_seq
+    must be a message's seq and may not separate a tool call from its results (400); while a run of the thread is
+    active it is a 409. Audited as thread.fork.
     """
     fork = threads.fork_thread(services().runtime, principal(), thread_id, body["up_to_seq"])
     audit_target("thread", thread_id, fork_id=str(fork.thread.id))

@@ -184,8 +184,12 @@ def main() -> None:
 
 
 @contextmanager
-def system(url: str, rounds: Rounds) -> Iterator[Bench]:
-    """The API and a worker on a queue of their own; their Redis keys are removed afterwards."""
+def system(url: str, rounds: Rounds, connections: int = 32) -> Iterator[Bench]:
+    """The API and a worker on a queue of their own; their Redis keys are removed afterwards.
+
+    ``connections`` is the API's client connections; a benchmark that holds more keep-alive connections at once
+    than that would see some of them wait for a free one.
+    """
     settings = bench_settings(url).replace(tool_modules=("bench.tools",))
     runtime = Runtime.build(settings)
     created = tenancy.create_tenant(runtime.db, "bench", f"bench-{uuid.uuid4().hex[:6]}@example.com")
@@ -195,7 +199,7 @@ def system(url: str, rounds: Rounds) -> Iterator[Bench]:
         with (
             engine.connect() as database,
             process(["worker"], settings),
-            process(["api", "--port", str(port), "--workers", "1", "--connections", "32"], settings),
+            process(["api", "--port", str(port), "--workers", "1", "--connections", str(connections)], settings),
             run_events(runtime.redis) as events,
         ):
             wait_ready(port)

@@ -38,7 +38,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from bench.common import scratch_database
 from bench.figures import WRITE_MEMORY, Bench, Rounds, _pause_then_resume, history, system
@@ -177,7 +177,12 @@ def _peer(
         resumes.append(time.perf_counter() - started)
         if finished["messages"][-1].content != "done":
             raise RuntimeError(f"{build.__name__} did not finish: {finished['messages'][-1]}")
-    storage = bench.database.execute(
+    return Result(pauses[1:], resumes[1:], checkpoint_bytes(bench.database, thread))
+
+
+def checkpoint_bytes(database: Connection, thread: str) -> int:
+    """What ``PostgresSaver`` holds for one thread: ``pg_column_size`` of its checkpoints, blobs and writes."""
+    storage = database.execute(
         text(
             "SELECT (SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM checkpoints c WHERE c.thread_id = :thread)"
             " + (SELECT coalesce(sum(pg_column_size(b.*)), 0) FROM checkpoint_blobs b WHERE b.thread_id = :thread)"
@@ -185,7 +190,7 @@ def _peer(
         ),
         {"thread": thread},
     ).scalar_one()
-    return Result(pauses[1:], resumes[1:], int(storage))
+    return int(storage)
 
 
 def _resume_command(build: Callable[[PostgresSaver], Any]) -> Any:

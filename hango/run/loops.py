@@ -88,7 +88,7 @@ class StoredLoop:
     def of_run(cls, session: Session, run: Run, thread: ThreadHistory | None = None) -> tuple[StoredLoop, set[str]]:
         """The run's own loop inputs and every tool call id of the run, as a claim reads them (the row is the
         one the claim returned); a thread's run sees ``thread``'s earlier conversation first."""
-        history, call_ids = run_history(session, run.id)
+        history, call_ids = (thread.own, set()) if thread and thread.own is not None else run_history(session, run.id)
         state = dict(run.state_json or {})
         decisions = _decisions(session, run, None, state)
         if thread is None:

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from hango.agent.messages import Message, ToolResult
 from hango.agent.middleware.repair import INTERRUPTED
-from hango.kernel.models import Run, Thread
+from hango.kernel.models import Run
 from hango.platform.work import Work
 from hango.store import threads as thread_store
 from hango.store.messages import insert_messages, message_json, to_message
@@ -33,6 +33,8 @@ class ThreadHistory:
 
     messages: list[Message]
     turns: int
+    # At a run's first claim, its own messages as just stored (its input): nothing to read back.
+    own: list[Message] | None = None
 
 
 def input_json(messages: list[Message]) -> list[dict[str, Any]]:
@@ -45,13 +47,13 @@ def begin(work: Work, run: Run, window: int | None) -> ThreadHistory:
     before left unanswered and store the run's input after them (numbered thread-wide, with their events)."""
     session = work.session
     assert run.thread_id is not None
-    thread = session.get_one(Thread, run.thread_id)
+    thread, last = thread_store.thread_and_last_seq(session, run.thread_id)
     lineage = thread_store.Lineage.of(session, thread)
     if run.first_seq is not None:  # a resumed run: its input is stored already
         earlier = thread_store.earlier_conversation(session, lineage, run.first_seq, window)
         return ThreadHistory(earlier.messages, earlier.turns)
     earlier = thread_store.earlier_conversation(session, lineage, None, window)
-    first = thread_store.last_seq(session, thread) + 1
+    first = last + 1
     repairs = _repairs(earlier)
     inputs = [Message(role=item["role"], content=list(item["content"])) for item in run.input or []]
     written = len(repairs) + len(inputs)
@@ -64,8 +66,9 @@ def begin(work: Work, run: Run, window: int | None) -> ThreadHistory:
         *insert_messages(session, counters, inputs, None, first + len(repairs), run.thread_id),
     ]
     work.numbered(counters, [("message.created", message_json(row)) for row in rows])
-    stored = [to_message(row) for row in rows[: len(repairs)]]
-    return ThreadHistory([*earlier.messages, *stored], earlier.turns)
+    stored = [to_message(row) for row in rows]
+    repaired = stored[: len(repairs)]
+    return ThreadHistory([*earlier.messages, *repaired], earlier.turns, own=stored[len(repairs) :])
 
 
 def _repairs(earlier: thread_store.Earlier) -> list[tuple[uuid.UUID, Message]]:

@@ -197,7 +197,7 @@ def create_run(
     """
     with unit_of_work(runtime) as work:
         session = work.session
-        thread = store.get_thread(session, principal, thread_id, for_update=True)
+        thread = store.take_position(session, principal, thread_id)  # locked until commit
         if agent_id is not None and agent_id != thread.agent_id:
             raise InvalidInput.field(
                 "agent_id", f"thread {thread_id} belongs to agent {thread.agent_id}, not {agent_id}"
@@ -221,7 +221,7 @@ def create_run(
             "queue_generation": 1,
             "state_json": {},
             "thread_id": thread.id,
-            "thread_position": store.take_position(session, thread),
+            "thread_position": thread.run_seq,
             "input": input_json(messages),
             "message_seq": 0,
             "event_seq": 1,

@@ -56,12 +56,16 @@ def get_thread(session: Session, principal: Principal, thread_id: uuid.UUID, *, 
     return thread
 
 
-def take_position(session: Session, thread: Thread) -> int:
-    """The next run's place in the thread, taken under the thread's row lock (which the caller holds)."""
+def take_position(session: Session, principal: Principal, thread_id: uuid.UUID) -> Thread:
+    """A thread the principal may see, locked until commit, with the next run's place taken (``run_seq``), in one
+    statement; :class:`NotFound` otherwise."""
     values = {"run_seq": Thread.run_seq + 1, "updated_at": datetime.now(UTC)}
-    statement = update(Thread).where(Thread.id == thread.id).values(**values).returning(Thread.run_seq)
-    position: int = session.execute(statement, execution_options={"synchronize_session": False}).scalar_one()
-    return position
+    statement = update(Thread).where(Thread.id == thread_id, visible_to(principal)).values(**values).returning(Thread)
+    options = {"synchronize_session": False, "populate_existing": True}
+    thread = session.scalars(statement, execution_options=options).one_or_none()
+    if thread is None:
+        raise NotFound(f"thread {thread_id} not found")
+    return thread
 
 
 def active_runs(session: Session, thread_id: uuid.UUID, *, lock: bool = False) -> list[Run]:
@@ -162,8 +166,8 @@ def list_threads(
         statement = statement.where(status_of() == status)
     if agent_id is not None:
         statement = statement.where(Thread.agent_id == agent_id)
-    if metadata:
-        statement = statement.where(Thread.meta.contains(dict(metadata)))
+    for key, value in (metadata or {}).items():  # compared as text: ?metadata.n=5 finds {"n": 5} and {"n": "5"}
+        statement = statement.where(Thread.meta[key].astext == value)
     found = paginate(session, statement, [Thread.created_at, Thread.id], page, descending=True)
     return Page(views(session, found.items), found.next_cursor)
 
@@ -181,7 +185,9 @@ class Lineage:
 
     @classmethod
     def of(cls, session: Session, thread: Thread) -> Lineage:
-        """The lineage of a thread, read in one statement."""
+        """The lineage of a thread, read in one statement (none for a thread that is not a fork)."""
+        if thread.base_seq == 0:
+            return cls(thread.id, thread.tenant_id, ())
         statement = select(ThreadAncestor.ancestor_id, ThreadAncestor.up_to_seq).where(
             ThreadAncestor.thread_id == thread.id
         )
@@ -234,11 +240,12 @@ def earlier_conversation(session: Session, lineage: Lineage, before: int | None,
     return Earlier(messages, [row[3] for row in rows], turns)
 
 
-def last_seq(session: Session, thread: Thread) -> int:
-    """The number of the thread's last stored message (its inner ones included), or where its own numbers start."""
-    statement = select(func.max(MessageRow.seq)).where(MessageRow.thread_id == thread.id)
-    last = session.scalar(statement)
-    return thread.base_seq if last is None else int(last)
+def thread_and_last_seq(session: Session, thread_id: uuid.UUID) -> tuple[Thread, int]:
+    """A thread (the caller has the right to it: a worker's run's), and the number of its last stored message (its
+    inner ones included) or, before any, where its own numbers start; in one statement."""
+    last = select(func.max(MessageRow.seq)).where(MessageRow.thread_id == thread_id).scalar_subquery()
+    thread, seq = session.execute(select(Thread, last).where(Thread.id == thread_id)).one()
+    return thread, thread.base_seq if seq is None else int(seq)
 
 
 def conversation_count(session: Session, lineage: Lineage, up_to: int) -> int:

@@ -72,7 +72,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_threads")),
     )
     op.create_index(op.f("ix_threads_tenant_id_created_at_id"), "threads", ["tenant_id", "created_at", "id"])
-    op.create_index(op.f("ix_threads_tenant_id_created_by_created_at"), "threads", ["tenant_id", "created_by", "created_at"])
+    op.create_index(
+        op.f("ix_threads_tenant_id_created_by_created_at"), "threads", ["tenant_id", "created_by", "created_at"]
+    )
     op.create_table(
         "thread_ancestors",
         sa.Column("thread_id", sa.UUID(), nullable=False),

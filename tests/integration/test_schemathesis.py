@@ -89,7 +89,16 @@ MCP_SERVERS = ("POST /v1/mcp-servers", "PUT /v1/mcp-servers/{name}")
 DECISION = r"decisions\[\d+\]"
 UNSTATED = [
     # Keywords constrain every item of an array alike, or whole items: not its last one, nor one property of each.
-    Unstated(("POST /v1/runs",), "messages", "must end with a user message"),
+    Unstated(("POST /v1/runs", "POST /v1/threads/{thread_id}/runs"), "messages", "must end with a user message"),
+    # What exists: the thread's agent, its conversation's numbers.
+    Unstated(("POST /v1/runs",), "agent_id", "belongs to agent"),
+    Unstated(
+        ("POST /v1/threads/{thread_id}/fork",),
+        "up_to_seq",
+        "no messages yet|must be between|is not the seq|followed by the results",
+    ),
+    # Sizes in bytes of compact JSON.
+    Unstated(("POST /v1/threads", "PATCH /v1/threads/{thread_id}"), "metadata", "bytes as JSON"),
     Unstated(AGENTS, "subagents", "subagent names must be unique"),
     Unstated(AGENTS, r"(subagents\[\d+\]\.)?model\.script\[\d+\]\.tool_calls\[\d+\]\.id", "is used twice"),
     # Whether a path climbs above / counts its `..` against its depth: not a regular language.
@@ -138,7 +147,9 @@ def _populate(app: Flask, token: str) -> dict[str, str]:
     assert cancelled.status_code in (200, 409), cancelled.json
     member = client.post("/v1/users", json={"email": "m@example.com", "role": "member"}, headers=headers).json
     token_id = client.post(f"/v1/users/{member['id']}/tokens", headers=headers).json["id"]
-    return {"agent_id": agent_id, "run_id": run_id, "user_id": member["id"], "token_id": token_id}
+    thread_id = client.post("/v1/threads", json={"agent_id": agent_id}, headers=headers).json["id"]
+    ids = {"agent_id": agent_id, "run_id": run_id, "user_id": member["id"], "token_id": token_id}
+    return {**ids, "thread_id": thread_id}
 
 
 def _approval(db: Database, tenant_id: uuid.UUID, run_id: str) -> str:

@@ -54,7 +54,7 @@ def test_a_threads_runs_continue_one_conversation_stored_once(
     script = [{"text": "first answer"}, {"text": "", "tool_calls": [WRITE]}, {"text": "wrote it"}, {"text": "third"}]
     agent_id = create_agent(client, owner, script)
     thread = new_thread(client, owner, agent_id, customer="acme")
-    assert thread["status"] == "idle" and thread["message_count"] == 0 and thread["last_run_id"] is None
+    assert (thread["status"], thread["message_count"], thread["last_run_id"]) == ("idle", 0, None)
 
     first = send(client, owner, thread["id"], "hello")
     assert first["thread_id"] == thread["id"]
@@ -105,26 +105,25 @@ def test_scratch_files_persist_across_a_threads_runs_and_stay_in_their_thread(
     client: FlaskClient, tenant: TenantFixture
 ) -> None:
     owner = tenant.owner
-    agent_id = create_agent(
-        client, owner, [{"tool_calls": [WRITE]}, {"text": "ok"}, {"tool_calls": [READ]}, {"text": "read"}]
-    )
-    thread = new_thread(client, owner, agent_id)
-    other = new_thread(client, owner, agent_id)
-    wait_for_state(client, owner, send(client, owner, thread["id"], "write")["id"], {"succeeded"})
-    reader = send(client, owner, thread["id"], "read")
-    wait_for_state(client, owner, reader["id"], {"succeeded"})
-    read = [
-        block
-        for message in conversation(client, owner, thread["id"])
-        for block in message["content"]
-        if block["type"] == "tool_result"
-    ]
-    assert read[-1]["content"].split("\t")[-1] == "one" and not read[-1]["is_error"]
+    script = [{"tool_calls": [READ]}, {"text": "r"}, {"tool_calls": [WRITE]}, {"text": "w"}, {"tool_calls": [READ]}]
+    agent_id = create_agent(client, owner, script)
+    thread, other = new_thread(client, owner, agent_id), new_thread(client, owner, agent_id)
+    for text in ("read", "write", "read"):
+        wait_for_state(client, owner, send(client, owner, thread["id"], text)["id"], {"succeeded"})
+    missing, read = tool_results(conversation(client, owner, thread["id"]))[::2]
+    assert missing["is_error"]
+    assert read["content"].split("\t")[-1] == "one"
+    assert not read["is_error"]
 
-    # Another thread of the same agent plays the script from its start: it writes, then reads its own file.
-    wait_for_state(client, owner, send(client, owner, other["id"], "write")["id"], {"succeeded"})
-    other_reader = send(client, owner, other["id"], "read")
-    wait_for_state(client, owner, other_reader["id"], {"succeeded"})
+    # Another thread of the same agent does not see the file: its first run reads nothing.
+    wait_for_state(client, owner, send(client, owner, other["id"], "read")["id"], {"succeeded"})
+    [elsewhere] = tool_results(conversation(client, owner, other["id"]))
+    assert elsewhere["is_error"]
+    assert "not found" in elsewhere["content"]
+
+
+def tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [block for message in messages for block in message["content"] if block["type"] == "tool_result"]
 
 
 def test_a_failed_last_run_shows_error_until_a_later_run_succeeds(client: FlaskClient, tenant: TenantFixture) -> None:
@@ -138,3 +137,30 @@ def test_a_failed_last_run_shows_error_until_a_later_run_succeeds(client: FlaskC
     assert client.get(f"/v1/threads/{thread['id']}", headers=owner.headers).json["status"] == "error"
     listed = client.get("/v1/threads?status=error", headers=owner.headers).json["items"]
     assert [item["id"] for item in listed] == [thread["id"]]
+
+
+def test_lists_filter_by_agent_metadata_and_status_and_a_member_sees_their_own(
+    client: FlaskClient, tenant: TenantFixture
+) -> None:
+    owner, member = tenant.owner, tenant.add("member")
+    first, second = create_agent(client, owner, []), create_agent(client, owner, [])
+    acme = new_thread(client, owner, first, customer="acme", tier=2)
+    globex = new_thread(client, owner, second, customer="globex")
+    mine = new_thread(client, member, first, customer="acme")
+
+    def listed(query: str, person: Person = owner) -> list[str]:
+        response = client.get(f"/v1/threads?{query}", headers=person.headers)
+        assert response.status_code == 200, response.json
+        return [item["id"] for item in response.json["items"]]
+
+    assert listed("") == [mine["id"], globex["id"], acme["id"]]
+    assert listed(f"agent_id={second}") == [globex["id"]]
+    assert listed("metadata.customer=acme") == [mine["id"], acme["id"]]
+    assert listed("metadata.customer=acme&metadata.tier=2") == [acme["id"]]  # a number matches as text
+    assert listed("status=idle&metadata.customer=globex") == [globex["id"]]
+    assert listed("status=busy") == []
+    assert listed("", member) == [mine["id"]]
+    assert client.get(f"/v1/threads/{acme['id']}", headers=member.headers).status_code == 404
+    unknown = client.get("/v1/threads?stauts=idle", headers=owner.headers)
+    assert unknown.status_code == 400
+    assert unknown.json["errors"][0]["field"] == "stauts"
