@@ -25,7 +25,7 @@ from tests.integration.hitl_helpers import decide, pending, suspended_run, write
 from tests.integration.test_threads import new_thread, send
 from tests.support.processes import api_server, wait_until
 from tests.support.receiver import Receiver, receiving
-from tests.support.sse import SseEvent, events_only, stream
+from tests.support.sse import SseEvent, stream
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 SCRIPT = [
@@ -206,7 +206,8 @@ def test_approvals_and_finished_runs_name_their_thread_in_the_lists_the_tenant_s
         listed = client.get("/v1/approvals?state=pending", headers=owner.headers).json["items"]
         assert {entry["run_id"]: entry["thread_id"] for entry in listed} == {run["id"]: thread["id"], alone: None}
         assert client.get(f"/v1/approvals/{item['id']}", headers=owner.headers).json["thread_id"] == thread["id"]
-        requested = events_only(itertools.islice(stream(server, "/v1/approvals/events", owner.token), 2))
+        tenant_stream = stream(server, "/v1/approvals/events", owner.token)
+        requested = list(itertools.islice((item for item in tenant_stream if item.event), 2))
         assert {event.data["run_id"]: event.data["thread_id"] for event in requested} == {
             run["id"]: thread["id"],
             alone: None,
