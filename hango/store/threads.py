@@ -49,7 +49,10 @@ def get_thread(session: Session, principal: Principal, thread_id: uuid.UUID, *, 
     """A thread the principal may see (locked until commit with ``for_update``); :class:`NotFound` otherwise."""
     statement = select(Thread).where(Thread.id == thread_id, visible_to(principal))
     if for_update:
-        statement = statement.with_for_update()
+        # FOR NO KEY UPDATE: a worker's insert of a message (or update of a row it wrote) referencing the thread
+        # takes a key-share lock on it while holding its run's row, which a request holding the thread then waits
+        # for; FOR UPDATE would make the two wait on each other (a deadlock).
+        statement = statement.with_for_update(key_share=True)
     thread = session.scalar(statement)
     if thread is None:
         raise NotFound(f"thread {thread_id} not found")
