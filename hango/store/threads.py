@@ -77,7 +77,9 @@ def active_runs(session: Session, thread_id: uuid.UUID, *, lock: bool = False) -
     statement = (
         select(Run).where(Run.thread_id == thread_id, Run.state.in_(ACTIVE_RUN_STATES)).order_by(Run.thread_position)
     )
-    return list(session.scalars(statement.with_for_update() if lock else statement))
+    # FOR NO KEY UPDATE: it waits for (and holds off) a run's transition, not the inserts that merely reference
+    # the run (a message, an event), which take a key-share lock.
+    return list(session.scalars(statement.with_for_update(key_share=True) if lock else statement))
 
 
 def next_to_start(session: Session, thread_id: uuid.UUID) -> Run | None:
