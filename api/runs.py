@@ -65,14 +65,7 @@ class InputMessage(ma.Schema):
     )
 
 
-class RunCreate(ma.Schema):
-    agent_id = fields.UUID(
-        required=True,
-        metadata={
-            "description": "the agent to run, of the caller's tenant (404 otherwise); the run keeps a snapshot "
-            "of its configuration"
-        },
-    )
+class RunInput(ma.Schema):
     input = fields.String(
         validate=validate.Length(max=1_000_000),
         metadata={"description": "the user's message, at most 1,000,000 characters; give input or messages, not both"},
@@ -82,17 +75,30 @@ class RunCreate(ma.Schema):
         validate=validate.Length(min=1, max=1000),
         metadata={"description": "the conversation so far, 1 to 1000 messages, ending with a user message"},
     )
+    multitask_strategy = fields.String(
+        load_default="reject",
+        validate=validate.OneOf(threads.STRATEGIES),
+        metadata={
+            "description": "on a thread, what to do while a run of it is active: reject (the default: 409 "
+            "thread-busy), enqueue (start after every earlier run, in order) or interrupt (cancel the active runs)"
+        },
+    )
+
+
+class RunCreate(RunInput):
+    agent_id = fields.UUID(
+        required=True,
+        metadata={
+            "description": "the agent to run, of the caller's tenant (404 otherwise); the run keeps a snapshot "
+            "of its configuration"
+        },
+    )
     thread_id = fields.UUID(
         load_default=None,
         metadata={
             "description": "run on this thread (the same as POST /v1/threads/{thread_id}/runs); agent_id must then "
             "be the thread's (400 otherwise)"
         },
-    )
-    multitask_strategy = fields.String(
-        load_default="reject",
-        validate=validate.OneOf(["reject", "enqueue", "interrupt"]),
-        metadata={"description": "with thread_id: what to do while a run of the thread is active (reject by default)"},
     )
 
 

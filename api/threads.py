@@ -13,13 +13,13 @@ from hango.api import examples, sse
 from hango.api.audit import audit_target, audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint
-from hango.api.runs import EventArgs, InputMessage, MessageOut, RunSchema
+from hango.api.runs import EventArgs, MessageOut, RunInput, RunSchema
 from hango.api.schemas import ListArgs, cursor_field, list_of, page_request, refusal
 from hango.kernel.errors import InvalidInput
 from hango.kernel.pagination import Page
 from hango.run import service as run_service
 from hango.services import threads
-from hango.store.threads import THREAD_STATUSES, ThreadView
+from hango.store.threads import THREAD_STATUSES, ThreadFilter, ThreadView
 from hango.streams.threads import open_thread_stream
 
 blp = Blueprint("threads", __name__, url_prefix="/v1", description="Threads: conversations across runs")
@@ -86,24 +86,8 @@ class ThreadListArgs(ListArgs):
         return {key: data[key] for key in data if not key.startswith(METADATA_PREFIX)}
 
 
-class ThreadRunCreate(ma.Schema):
-    input = fields.String(
-        validate=validate.Length(max=1_000_000),
-        metadata={"description": "the user's message, at most 1,000,000 characters; give input or messages, not both"},
-    )
-    messages = fields.List(
-        fields.Nested(InputMessage),
-        validate=validate.Length(min=1, max=1000),
-        metadata={"description": "messages to add to the conversation, 1 to 1000, ending with a user message"},
-    )
-    multitask_strategy = fields.String(
-        load_default="reject",
-        validate=validate.OneOf(threads.STRATEGIES),
-        metadata={
-            "description": "what to do while a run of the thread is active: reject (the default: 409 "
-            "thread-busy), enqueue (start after every earlier run, in order) or interrupt (cancel the active runs)"
-        },
-    )
+class ThreadRunCreate(RunInput):
+    """The input of a thread's run, and what to do while another is active."""
 
 
 class ForkCreate(ma.Schema):
@@ -137,11 +121,9 @@ def _metadata_filters() -> dict[str, str]:
     for name, value in request.args.items(multi=True):
         if name.startswith(METADATA_PREFIX):
             key = name[len(METADATA_PREFIX) :]
-            if not key:
-                raise InvalidInput.field(name, "name a metadata key: ?metadata.KEY=VALUE")
-            if "\x00" in value:
-                raise InvalidInput.field(name, "contains a NUL character")
-            filters[key] = value
+            if not key or "\x00" in key:
+                raise InvalidInput.field(name, "name a metadata key without a NUL: ?metadata.KEY=VALUE")
+            filters[key] = value  # a NUL in a value is refused with every query argument
     return filters
 
 
@@ -169,14 +151,8 @@ def list_threads(args: dict[str, Any]) -> Page[ThreadView]:
 
     Filters: ?status=, ?agent_id=, and ?metadata.KEY=VALUE for each metadata key to match (compared as text).
     """
-    return threads.list_threads(
-        services().runtime,
-        principal(),
-        page_request(args),
-        status=args["status"],
-        agent_id=args["agent_id"],
-        metadata=_metadata_filters(),
-    )
+    kept = ThreadFilter(args["status"], args["agent_id"], _metadata_filters())
+    return threads.list_threads(services().runtime, principal(), page_request(args), kept)
 
 
 @blp.route("/threads/<uuid:thread_id>", methods=["GET"])

@@ -11,8 +11,8 @@ from hango.agent.messages import Message, text_block
 from hango.agent.spec import snapshot
 from hango.kernel.auth import Principal
 from hango.kernel.errors import InvalidInput
+from hango.kernel.models import Agent, Run
 from hango.kernel.models import Message as MessageRow
-from hango.kernel.models import Run
 from hango.kernel.pagination import Page, PageRequest
 from hango.platform.events import ApprovalNotice, Event
 from hango.platform.runtime import Runtime
@@ -46,6 +46,21 @@ def input_messages(text: str | None, messages: list[dict[str, Any]] | None) -> l
     return converted
 
 
+def new_run(principal: Principal, agent: Agent, **values: Any) -> dict[str, Any]:
+    """The row of a new queued run of ``agent`` by ``principal``, with ``values`` (its counters, its thread)."""
+    return {
+        "id": uuid.uuid4(),
+        "tenant_id": principal.tenant_id,
+        "agent_id": agent.id,
+        "agent_snapshot": snapshot(agent),
+        "created_by": principal.user_id,
+        "state": "queued",
+        "queue_generation": 1,
+        "state_json": {},
+        **values,
+    }
+
+
 def create_run(
     runtime: Runtime, principal: Principal, agent_id: uuid.UUID, messages: list[Message], trace_id: str | None = None
 ) -> Run:
@@ -53,19 +68,8 @@ def create_run(
     after commit (a refusal, such as an unknown agent, writes nothing: the API audits it)."""
     with unit_of_work(runtime) as work:
         agent = agent_store.get_agent(work.session, principal.tenant_id, agent_id)
-        values = {
-            "id": uuid.uuid4(),
-            "tenant_id": principal.tenant_id,
-            "agent_id": agent.id,
-            "agent_snapshot": snapshot(agent),
-            "created_by": principal.user_id,
-            "state": "queued",
-            "queue_generation": 1,
-            "state_json": {},
-            # A new run's counters start where its first events and messages end: no row to bump.
-            "message_seq": len(messages),
-            "event_seq": 1 + len(messages),
-        }
+        # A new run's counters start where its first events and messages end: no row to bump.
+        values = new_run(principal, agent, message_seq=len(messages), event_seq=1 + len(messages))
         run = work.session.scalars(insert(Run).returning(Run), [values]).one()
         rows = insert_messages(work.session, run, messages, None, first_seq=1)
         events = [("run.queued", {"reason": "created"}), *(("message.created", message_json(row)) for row in rows)]

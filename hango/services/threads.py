@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sqlalchemy import insert, select
 
 from hango.agent.messages import Message
-from hango.agent.spec import snapshot
 from hango.kernel.auth import Principal
 from hango.kernel.errors import Conflict, Forbidden, InvalidInput, NotFound, ThreadBusy
 from hango.kernel.models import Message as MessageRow
@@ -31,13 +29,14 @@ from hango.platform.events import Event
 from hango.platform.runtime import Runtime
 from hango.platform.work import unit_of_work
 from hango.run import transitions
+from hango.run.service import new_run
 from hango.run.threads import input_json
 from hango.store import agents as agent_store
 from hango.store import events as event_store
 from hango.store import runs as run_store
 from hango.store import threads as store
 from hango.store.audit import AuditRecord, insert_audit_events
-from hango.store.threads import ThreadView
+from hango.store.threads import ThreadFilter, ThreadView
 
 Strategy = Literal["reject", "enqueue", "interrupt"]
 STRATEGIES: tuple[Strategy, ...] = ("reject", "enqueue", "interrupt")
@@ -81,17 +80,11 @@ def get_thread(runtime: Runtime, principal: Principal, thread_id: uuid.UUID) -> 
 
 
 def list_threads(
-    runtime: Runtime,
-    principal: Principal,
-    page: PageRequest,
-    *,
-    status: str | None = None,
-    agent_id: uuid.UUID | None = None,
-    metadata: Mapping[str, str] | None = None,
+    runtime: Runtime, principal: Principal, page: PageRequest, kept: ThreadFilter = store.EVERY_THREAD
 ) -> Page[ThreadView]:
     """The threads the caller may see, newest first."""
     with runtime.db.read() as session:
-        return store.list_threads(session, principal, page, status=status, agent_id=agent_id, metadata=metadata)
+        return store.list_threads(session, principal, page, kept)
 
 
 def _require_owner_or_manager(principal: Principal, thread: Thread) -> None:
@@ -211,21 +204,8 @@ def create_run(
                 transitions.cancel(work, run)
             active = []
         agent = agent_store.get_agent(session, principal.tenant_id, thread.agent_id)
-        values = {
-            "id": uuid.uuid4(),
-            "tenant_id": principal.tenant_id,
-            "agent_id": agent.id,
-            "agent_snapshot": snapshot(agent),
-            "created_by": principal.user_id,
-            "state": "queued",
-            "queue_generation": 1,
-            "state_json": {},
-            "thread_id": thread.id,
-            "thread_position": thread.run_seq,
-            "input": input_json(messages),
-            "message_seq": 0,
-            "event_seq": 1,
-        }
+        position, stored = thread.run_seq, input_json(messages)  # the input is stored as messages when it starts
+        values = new_run(principal, agent, thread_id=thread.id, thread_position=position, input=stored, event_seq=1)
         run = session.scalars(insert(Run).returning(Run), [values]).one()
         work.numbered(run, [("run.queued", {"reason": "created", "thread_id": str(thread.id)})])
         detail = {"agent_id": str(run.agent_id), "thread_id": str(thread.id), "multitask_strategy": strategy}

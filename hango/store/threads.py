@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,7 +49,10 @@ def get_thread(session: Session, principal: Principal, thread_id: uuid.UUID, *, 
     """A thread the principal may see (locked until commit with ``for_update``); :class:`NotFound` otherwise."""
     statement = select(Thread).where(Thread.id == thread_id, visible_to(principal))
     if for_update:
-        statement = statement.with_for_update()
+        # FOR NO KEY UPDATE: a worker's insert of a message (or update of a row it wrote) referencing the thread
+        # takes a key-share lock on it while holding its run's row, which a request holding the thread then waits
+        # for; FOR UPDATE would make the two wait on each other (a deadlock).
+        statement = statement.with_for_update(key_share=True)
     thread = session.scalar(statement)
     if thread is None:
         raise NotFound(f"thread {thread_id} not found")
@@ -74,7 +77,9 @@ def active_runs(session: Session, thread_id: uuid.UUID, *, lock: bool = False) -
     statement = (
         select(Run).where(Run.thread_id == thread_id, Run.state.in_(ACTIVE_RUN_STATES)).order_by(Run.thread_position)
     )
-    return list(session.scalars(statement.with_for_update() if lock else statement))
+    # FOR NO KEY UPDATE: it waits for (and holds off) a run's transition, not the inserts that merely reference
+    # the run (a message, an event), which take a key-share lock.
+    return list(session.scalars(statement.with_for_update(key_share=True) if lock else statement))
 
 
 def next_to_start(session: Session, thread_id: uuid.UUID) -> Run | None:
@@ -151,22 +156,28 @@ def views(session: Session, threads: Sequence[Thread]) -> list[ThreadView]:
     return [ThreadView(thread, *derived[thread.id]) for thread in threads]
 
 
+@dataclass(frozen=True)
+class ThreadFilter:
+    """What a thread list keeps: one status, one agent, and metadata values (compared as text)."""
+
+    status: str | None = None
+    agent_id: uuid.UUID | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+EVERY_THREAD = ThreadFilter()
+
+
 def list_threads(
-    session: Session,
-    principal: Principal,
-    page: PageRequest,
-    *,
-    status: str | None = None,
-    agent_id: uuid.UUID | None = None,
-    metadata: Mapping[str, str] | None = None,
+    session: Session, principal: Principal, page: PageRequest, kept: ThreadFilter = EVERY_THREAD
 ) -> Page[ThreadView]:
-    """The threads a principal may see, newest first, filtered by status, agent and metadata values."""
+    """The threads a principal may see, newest first, that ``kept`` keeps."""
     statement = select(Thread).where(visible_to(principal))
-    if status is not None:
-        statement = statement.where(status_of() == status)
-    if agent_id is not None:
-        statement = statement.where(Thread.agent_id == agent_id)
-    for key, value in (metadata or {}).items():  # compared as text: ?metadata.n=5 finds {"n": 5} and {"n": "5"}
+    if kept.status is not None:
+        statement = statement.where(status_of() == kept.status)
+    if kept.agent_id is not None:
+        statement = statement.where(Thread.agent_id == kept.agent_id)
+    for key, value in kept.metadata.items():  # compared as text: ?metadata.n=5 finds {"n": 5} and {"n": "5"}
         statement = statement.where(Thread.meta[key].astext == value)
     found = paginate(session, statement, [Thread.created_at, Thread.id], page, descending=True)
     return Page(views(session, found.items), found.next_cursor)

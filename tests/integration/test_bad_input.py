@@ -27,12 +27,14 @@ from hango.kernel.models import (
     Message,
     PendingApproval,
     Run,
+    Thread,
     User,
     Webhook,
 )
 from hango.platform.db import Database
 from hango.platform.runtime import Runtime
 from hango.run import service
+from hango.services import threads
 from tests.integration.conftest import TenantFixture, create_agent
 
 BAD_BODIES: list[tuple[str, str]] = [
@@ -139,6 +141,10 @@ JSON_ENDPOINTS: dict[tuple[str, str], tuple[dict[str, Any], str, Any]] = {
         7,
     ),
     ("PUT", "/v1/mcp-servers/{name}"): ({"url": "https://93.184.215.14/mcp"}, "trusted", "yes"),
+    ("POST", "/v1/threads"): ({"agent_id": "{agent_id}", "metadata": {"k": "v"}}, "metadata", ["k"]),
+    ("PATCH", "/v1/threads/{thread_id}"): ({"metadata": {"k": "v"}}, "metadata", 7),
+    ("POST", "/v1/threads/{thread_id}/runs"): ({"input": "go"}, "multitask_strategy", "later"),
+    ("POST", "/v1/threads/{thread_id}/fork"): ({"up_to_seq": 1}, "up_to_seq", "one"),
 }
 
 
@@ -148,10 +154,12 @@ class Targets:
 
     agent_id: str
     run_id: str
+    thread_id: str
     tenant: TenantFixture
 
     def path(self, template: str) -> str:
-        return template.format(agent_id=self.agent_id, run_id=self.run_id, path="memories/deep.md", name="deep")
+        names = {"agent_id": self.agent_id, "run_id": self.run_id, "thread_id": self.thread_id}
+        return template.format(**names, path="memories/deep.md", name="deep")
 
     def body(self, template: dict[str, Any]) -> dict[str, Any]:
         text = json.dumps(template).replace("{agent_id}", self.agent_id)
@@ -167,7 +175,8 @@ def targets(client: FlaskClient, tenant: TenantFixture, settings: Settings, db: 
     runtime = Runtime.build(settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}"), db=db)
     owner = Principal(tenant.id, tenant.owner.user_id, "owner")
     run = service.create_run(runtime, owner, uuid.UUID(agent_id), [user_message("go")])
-    return Targets(agent_id, str(run.id), tenant)
+    thread = threads.create_thread(runtime, owner, uuid.UUID(agent_id), {"k": "v"})
+    return Targets(agent_id, str(run.id), str(thread.thread.id), tenant)
 
 
 def _state(db: Database, tenant: TenantFixture) -> tuple[Any, ...]:
@@ -175,7 +184,7 @@ def _state(db: Database, tenant: TenantFixture) -> tuple[Any, ...]:
     with db.transaction() as session:
         counts = tuple(
             session.scalar(select(func.count()).select_from(model).where(model.tenant_id == tenant.id)) or 0
-            for model in (Membership, ApiToken, Agent, Run, File, Message, Webhook, Grant, McpServer)
+            for model in (Membership, ApiToken, Agent, Run, File, Message, Webhook, Grant, McpServer, Thread)
         )
         counts += (session.scalar(select(func.count()).select_from(User)) or 0,)
         agents = session.execute(
@@ -187,7 +196,10 @@ def _state(db: Database, tenant: TenantFixture) -> tuple[Any, ...]:
             .order_by(PendingApproval.id)
         )
         runs = session.execute(select(Run.id, Run.state).where(Run.tenant_id == tenant.id).order_by(Run.id)).all()
-        return counts, tuple(agents), tuple(approvals.all()), tuple(runs)
+        thread_rows = session.execute(
+            select(Thread.id, Thread.meta, Thread.run_seq).where(Thread.tenant_id == tenant.id).order_by(Thread.id)
+        ).all()
+        return counts, tuple(agents), tuple(approvals.all()), tuple(runs), tuple(thread_rows)
 
 
 def _deep(depth: int) -> str:

@@ -30,6 +30,7 @@ from hango.kernel.models import (
     Run,
     RunEvent,
     SubagentCall,
+    Thread,
     Webhook,
     WebhookDelivery,
 )
@@ -49,6 +50,7 @@ from hango.store import (
     messages,
     runs,
     subagent_calls,
+    threads,
     tokens,
     webhooks,
 )
@@ -164,6 +166,29 @@ def case_runs(world: World) -> Reader:
         listed = any(r.id == run_id for r in runs.list_runs(session, principal, PageRequest()).items)
         try:
             fetched = runs.get_run(session, principal, run_id) is not None
+        except NotFound:
+            fetched = False
+        assert listed == fetched, "the list and the get disagree on visibility"
+        return fetched
+
+    return _visible(world, read)
+
+
+def case_threads(world: World) -> Reader:
+    # Created by the run's creator: a thread is seen like a run, by its creator and the tenant's managers.
+    thread = Thread(
+        id=uuid.uuid4(),
+        tenant_id=world.creator_a.tenant_id,
+        agent_id=world.agent.id,
+        created_by=world.creator_a.user_id,
+        meta={},
+    )
+    _seed(world, thread)
+
+    def read(session: Session, principal: Principal) -> bool:
+        listed = any(row.id == thread.id for row in threads.list_threads(session, principal, PageRequest()).items)
+        try:
+            fetched = threads.get_thread(session, principal, thread.id) is not None
         except NotFound:
             fetched = False
         assert listed == fetched, "the list and the get disagree on visibility"
@@ -423,6 +448,7 @@ CASES: dict[str, tuple[Callable[[World], Reader], dict[str, bool]]] = {
     "api_tokens": (case_api_tokens, TENANT_WIDE),
     "agents": (case_agents, TENANT_WIDE),
     "runs": (case_runs, RUN_SCOPED),
+    "threads": (case_threads, RUN_SCOPED),
     "messages": (case_messages, RUN_SCOPED),
     "run_events": (case_run_events, RUN_SCOPED),
     "subagent_calls": (case_subagent_calls, RUN_SCOPED),
