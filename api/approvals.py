@@ -72,6 +72,9 @@ class McpTool(ma.Schema):
 class Approval(ma.Schema):
     id = fields.UUID(required=True, metadata={"description": "the approval's id"})
     run_id = fields.UUID(required=True, metadata={"description": "the run whose call waits"})
+    thread_id = fields.UUID(
+        required=True, allow_none=True, metadata={"description": "the thread the run belongs to; null for none"}
+    )
     tool_call_id = fields.String(required=True, metadata={"description": "the id of the call, as the model gave it"})
     tool_name = fields.String(required=True, metadata={"description": "the tool the call asks to run"})
     arguments = fields.Dict(required=True, metadata={"description": "the call's arguments as the model wrote them"})

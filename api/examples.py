@@ -166,6 +166,7 @@ MESSAGES = page(
 APPROVAL: Json = {
     "id": APPROVAL_ID,
     "run_id": RUN_ID,
+    "thread_id": None,
     "tool_call_id": "toolu_01",
     "tool_name": "write_file",
     "arguments": WRITE_ARGUMENTS,
@@ -465,3 +466,19 @@ THREAD_MESSAGES = page(
     next_cursor=None,
 )
 THREAD_FORK: Json = {"up_to_seq": 2}
+THREAD_EVENTS: dict[str, Json] = {
+    "message.created": {
+        "summary": "event: message.created (id: 8589934594, the thread's second run's second event)",
+        "value": {
+            "seq": 3,
+            "role": "user",
+            "content": [{"type": "text", "text": "And what did I ask you to note earlier?"}],
+            "subagent_call_id": None,
+            "run_id": THREAD_RUN_ID,
+        },
+    },
+    "run.finished": {
+        "summary": "event: run.finished (the thread's stream goes on with its next run)",
+        "value": {"state": "succeeded", "error": None, "run_id": THREAD_RUN_ID},
+    },
+}

@@ -3,9 +3,10 @@
 The page is a shell and a script (``inbox_assets/``): it signs in with a token kept for the browser tab only
 (``sessionStorage``), or on the device (``localStorage``) when the reviewer asks; reads the queue from
 ``GET /v1/approvals``, follows the tenant stream for what arrives and what goes, and decides through
-``POST /v1/runs/{id}/approvals`` like any other client. The server renders nothing of the tenant's data here, so
-these routes need no token; every byte of data is fetched with the bearer token, and scoped by the API. ``/`` leads
-here.
+``POST /v1/runs/{id}/approvals`` like any other client. A card of a run on a thread links to the thread's
+conversation (``/inbox/threads/{id}``), which follows the thread's stream. The server renders nothing of the
+tenant's data here, so these routes need no token; every byte of data is fetched with the bearer token, and scoped
+by the API. ``/`` leads here.
 
 The page may not be framed (a decision button under someone else's page is a click away from a decision), runs no
 inline script, and talks to this origin only.
@@ -80,6 +81,12 @@ def runs() -> Response:
 @blp.route("/runs/<uuid:run_id>", methods=["GET"])
 def run(run_id: uuid.UUID) -> Response:
     """A run's messages and events, live."""
+    return _page()
+
+
+@blp.route("/threads/<uuid:thread_id>", methods=["GET"])
+def thread(thread_id: uuid.UUID) -> Response:
+    """A thread's conversation across its runs, live."""
     return _page()
 
 

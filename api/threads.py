@@ -6,20 +6,21 @@ import uuid
 from typing import Any
 
 import marshmallow as ma
-from flask import request
+from flask import Response, request
 from marshmallow import fields, pre_load, validate
 
-from hango.api import examples
+from hango.api import examples, sse
 from hango.api.audit import audit_target, audit_written, audited
 from hango.api.context import principal, services, trace_id
 from hango.api.parsing import Blueprint
-from hango.api.runs import MessageOut, RunInput, RunSchema
+from hango.api.runs import EventArgs, MessageOut, RunInput, RunSchema
 from hango.api.schemas import ListArgs, cursor_field, list_of, page_request, refusal
 from hango.kernel.errors import InvalidInput
 from hango.kernel.pagination import Page
 from hango.run import service as run_service
 from hango.services import threads
 from hango.store.threads import THREAD_STATUSES, ThreadFilter, ThreadView
+from hango.streams.threads import open_thread_stream
 
 blp = Blueprint("threads", __name__, url_prefix="/v1", description="Threads: conversations across runs")
 METADATA_PREFIX = "metadata."
@@ -265,3 +266,25 @@ def fork_thread(body: dict[str, Any], thread_id: uuid.UUID) -> ThreadView:
     fork = threads.fork_thread(services().runtime, principal(), thread_id, body["up_to_seq"])
     audit_target("thread", thread_id, fork_id=str(fork.thread.id))
     return fork
+
+
+@blp.route("/threads/<uuid:thread_id>/events", methods=["GET"])
+@blp.problems(404)
+@blp.arguments(EventArgs, location="query")
+@blp.headers(sse.LAST_EVENT_ID)
+@blp.doc(responses=sse.stream_responses("the events of the thread's runs, run after run", examples.THREAD_EVENTS))
+def stream_thread_events(args: dict[str, Any], thread_id: uuid.UUID) -> Response:
+    """Server-Sent Events: every event of the thread's runs, run after run in the order they were created, from
+    the first (or after ``Last-Event-ID`` / ``?after=``), then live.
+
+    Each event's data is the run event's data with ``run_id``; its ``id`` is the run's place in the thread times
+    2^32 plus the event's number in the run, so ids increase across runs and resuming after one misses nothing.
+    The stream stays open while the thread exists, idle or not: a run started later streams on the same
+    connection. It is re-authorised at every keep-alive: a revoked token, a removed membership or the thread's
+    deletion closes it. Anyone who can see the thread may follow it (otherwise 404); a user holding
+    HANGO_MAX_STREAMS_PER_USER streams gets a 429, and a full process a 503, both with Retry-After.
+    """
+    after = sse.last_event_id(args.get("after") or 0)
+    # Refusals (404, 429, 503) are raised here, so they are responses and not broken streams.
+    events = open_thread_stream(services().runtime, services().live, principal(), thread_id, after)
+    return sse.event_stream(events, events.close, events.send_directly)

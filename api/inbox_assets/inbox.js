@@ -396,7 +396,9 @@
     // Ids as the API writes them (lower case), however the address spelled them.
     const approval = path.match(/^\/inbox\/approvals\/([0-9a-f-]{36})$/i);
     const run = path.match(/^\/inbox\/runs\/([0-9a-f-]{36})$/i);
+    const thread = path.match(/^\/inbox\/threads\/([0-9a-f-]{36})$/i);
     if (run) return showRun(run[1].toLowerCase());
+    if (thread) return showThread(thread[1].toLowerCase());
     if (path === "/inbox/runs") return showRuns();
     return showQueue(approval ? approval[1].toLowerCase() : null);
   }
@@ -496,6 +498,7 @@
       ...(item.mcp ? mcpFacts(item) : []),
       element("dt", { text: "Run" }),
       element("dd", {}, element("a", { href: `/inbox/runs/${item.run_id}`, text: item.run_id })),
+      ...threadFacts(item.thread_id),
       element("dt", { text: "Agent" }),
       element("dd", { "data-field": "agent", text: "…" }),
       element("dt", { text: "Started by" }),
@@ -707,8 +710,8 @@
     return map.get(key);
   }
 
-  function messageList(messages) {
-    const list = element("ol", { class: "messages" });
+  function messageList(messages, label = null) {
+    const list = element("ol", { class: "messages", "aria-label": label });
     for (const message of messages) {
       const text = message.content
         .map((block) => {
@@ -1201,7 +1204,7 @@
     const messages = element("section", { "aria-label": "Messages" });
     view.replaceChildren(
       element("h2", { text: `Run ${run.id}` }),
-      element("dl", {}, element("dt", { text: "State" }), state),
+      element("dl", {}, element("dt", { text: "State" }), state, ...threadFacts(run.thread_id)),
       element("h3", { text: "Messages" }),
       messages,
       element("h3", { text: "Events" }),
@@ -1222,6 +1225,80 @@
         }
         if (type === "message.created" || type === "run.finished" || type.startsWith("tool.")) refreshMessages();
         return type === "run.finished";
+      },
+      page.abort.signal,
+    );
+  }
+
+  // --- a thread's conversation ------------------------------------------------------------------------------
+  // A run on a thread continues the thread's conversation: a reviewer reads what came before the call, across the
+  // thread's runs. The page lists the conversation and reads it again when the thread's stream says it grew.
+
+  // The link from a run (or an approval of one) on a thread to its conversation; nothing for a run without one.
+  function threadFacts(threadId) {
+    if (!threadId) return [];
+    return [
+      element("dt", { text: "Thread" }),
+      element("dd", {}, element("a", { href: `/inbox/threads/${threadId}`, "data-field": "thread", text: "Conversation" })),
+    ];
+  }
+
+  async function showThread(threadId) {
+    const view = $("view");
+    let thread;
+    try {
+      thread = await call("GET", `/v1/threads/${threadId}`);
+    } catch (error) {
+      view.replaceChildren(element("p", { class: "problem", text: error.message }));
+      return;
+    }
+    const status = element("dd", { "data-field": "status", text: thread.status });
+    const agent = element("dd", { "data-field": "agent", text: "…" });
+    const messages = element("section", { "aria-label": "Conversation" });
+    const problem = element("div", { class: "problem", role: "alert" });
+    view.replaceChildren(
+      element("h2", { text: "Conversation" }),
+      element(
+        "dl",
+        {},
+        element("dt", { text: "Thread" }),
+        element("dd", {}, element("code", { text: thread.id })),
+        element("dt", { text: "Agent" }),
+        agent,
+        element("dt", { text: "Status" }),
+        status,
+      ),
+      messages,
+      problem,
+    );
+    cached(page.agents, thread.agent_id, () => call("GET", `/v1/agents/${thread.agent_id}`))
+      .then((found) => (agent.textContent = found.name))
+      .catch(() => (agent.textContent = thread.agent_id));
+    const refresh = async () => {
+      try {
+        const [now, items] = await Promise.all([
+          call("GET", `/v1/threads/${threadId}`),
+          everyPage(`/v1/threads/${threadId}/messages?limit=200`),
+        ]);
+        status.textContent = now.status;
+        messages.replaceChildren(
+          items.length ? messageList(items, "Messages") : element("p", { class: "empty", text: "No messages yet." }),
+        );
+      } catch (error) {
+        showProblem(problem, error.body || { detail: error.message });
+      }
+    };
+    await refresh();
+    // The stream replays the thread's events before it goes live: a burst of them is one read of the conversation.
+    let pending = null;
+    follow(
+      `/v1/threads/${threadId}/events`,
+      (type) => {
+        if (type === "message.created" || type.startsWith("run.") || type.startsWith("approval.")) {
+          clearTimeout(pending);
+          pending = setTimeout(refresh, 250);
+        }
+        return false;
       },
       page.abort.signal,
     );

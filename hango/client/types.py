@@ -153,6 +153,7 @@ class Approval(TypedDict):
 
     id: str
     run_id: str
+    thread_id: str | None  # the run's thread; None for a run without one
     tool_call_id: str
     tool_name: str
     arguments: dict[str, Any]

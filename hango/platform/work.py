@@ -1,6 +1,6 @@
-"""The unit of work: one transaction plus what must happen only after it commits (publishing its events,
-enqueueing its runs and webhook deliveries). Services open one with :func:`unit_of_work` on the process's
-:class:`hango.platform.runtime.Runtime`."""
+"""The unit of work: one transaction plus what must happen only after it commits (publishing its events, waking
+the streams of its threads, enqueueing its runs and webhook deliveries). Services open one with
+:func:`unit_of_work` on the process's :class:`hango.platform.runtime.Runtime`."""
 
 from __future__ import annotations
 
@@ -54,6 +54,8 @@ class Work:
     events: list[Event] = field(default_factory=list)
     notices: list[ApprovalNotice] = field(default_factory=list)
     enqueues: list[tuple[uuid.UUID, int]] = field(default_factory=list)
+    # Threads whose runs this transaction changed: their streams are woken after commit.
+    woken: set[uuid.UUID] = field(default_factory=set)
     _rows: list[dict[str, Any]] = field(default_factory=list)
     _approvals: list[tuple[str, PendingApproval, dict[str, Any]]] = field(default_factory=list)
     _emitted: dict[tuple[uuid.UUID, uuid.UUID], list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
@@ -131,6 +133,10 @@ class Work:
             {"tenant_id": tenant_id, "run_id": event.run_id, "seq": event.seq, "type": event.type, "data": event.data}
         )
 
+    def wake_thread(self, thread_id: uuid.UUID) -> None:
+        """Wake the thread's streams once the transaction has committed: it gave the thread a run."""
+        self.woken.add(thread_id)
+
     def enqueue_after_commit(self, run: Run) -> None:
         """Enqueue the run's current queued generation once the transaction has committed."""
         self.enqueues.append((run.id, run.queue_generation))
@@ -144,7 +150,7 @@ def unit_of_work(runtime: Runtime) -> Iterator[Work]:
         work = Work(session, runtime.settings.approval_ttl, Outbox(runtime.settings))
         yield work
         work.write_events()
-    runtime.publisher.publish(work.events, work.notices)
+    runtime.publisher.publish(work.events, work.notices, work.woken)
     for run_id, generation in work.enqueues:
         try:
             runtime.queue.enqueue(run_id, generation)

@@ -21,16 +21,18 @@ from sqlalchemy import insert, select
 
 from hango.agent.messages import Message
 from hango.kernel.auth import Principal
-from hango.kernel.errors import Conflict, Forbidden, InvalidInput, ThreadBusy
+from hango.kernel.errors import Conflict, Forbidden, InvalidInput, NotFound, ThreadBusy
 from hango.kernel.models import Message as MessageRow
 from hango.kernel.models import Run, Thread
 from hango.kernel.pagination import Page, PageRequest
+from hango.platform.events import Event
 from hango.platform.runtime import Runtime
 from hango.platform.work import unit_of_work
 from hango.run import transitions
 from hango.run.service import new_run
 from hango.run.threads import input_json
 from hango.store import agents as agent_store
+from hango.store import events as event_store
 from hango.store import runs as run_store
 from hango.store import threads as store
 from hango.store.audit import AuditRecord, insert_audit_events
@@ -113,6 +115,8 @@ def delete_thread(runtime: Runtime, principal: Principal, thread_id: uuid.UUID) 
         if active:
             raise Conflict(f"thread {thread_id} has an active run ({active[0].id}); cancel it first")
         store.remove(session, thread)
+    # Its streams (waiting for a next run that will never come) read that the thread is gone, and end.
+    runtime.publisher.publish([], threads=[thread_id])
 
 
 def fork_thread(runtime: Runtime, principal: Principal, thread_id: uuid.UUID, up_to_seq: int | None) -> ThreadView:
@@ -209,6 +213,7 @@ def create_run(
         insert_audit_events(session, [created])
         if not active:
             work.enqueue_after_commit(run)
+        work.wake_thread(thread.id)
     return run
 
 
@@ -224,3 +229,30 @@ def list_runs(runtime: Runtime, principal: Principal, thread_id: uuid.UUID, page
     with runtime.db.read() as session:
         thread = store.get_thread(session, principal, thread_id)
         return run_store.list_thread_runs(session, thread.id, page)
+
+
+def run_from(runtime: Runtime, principal: Principal, thread_id: uuid.UUID, position: int) -> store.RunPlace | None:
+    """The thread's first run at ``position`` or after (``None``: none yet), for its event stream.
+
+    Raises:
+        NotFound: the caller may not see the thread (or it was deleted).
+    """
+    with runtime.db.read() as session:
+        return store.run_from(session, principal, thread_id, position)
+
+
+def run_events_after(
+    runtime: Runtime, principal: Principal, thread_id: uuid.UUID, run_id: uuid.UUID, after: int, limit: int = 500
+) -> tuple[list[Event], str]:
+    """The events after ``after`` of a run of a thread the caller may see (whoever started the run), and the run's
+    state, read first: once it is final, every event of the run is committed and among those read.
+
+    Raises:
+        NotFound: the caller may not see the thread (or it was deleted).
+    """
+    with runtime.db.transaction() as session:
+        run = store.thread_run(session, principal, thread_id, run_id)
+        if run is None:
+            raise NotFound(f"thread {thread_id} not found")
+        rows = event_store.events_of(session, run, after, limit)
+        return [Event.from_row(row) for row in rows], run.state

@@ -30,6 +30,8 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
     return {
         "id": str(row.id),
         "run_id": str(row.run_id),
+        # The run's thread (null for a run without one), copied onto the row by its insert trigger.
+        "thread_id": str(row.thread_id) if row.thread_id else None,
         "tool_call_id": row.tool_call_id,
         "tool_name": row.tool_name,
         "arguments": row.arguments,

@@ -35,6 +35,7 @@ def run_item(run: Run) -> dict[str, Any]:
     return {
         "id": str(run.id),
         "agent_id": str(run.agent_id),
+        "thread_id": str(run.thread_id) if run.thread_id else None,
         "state": run.state,
         "created_by": str(run.created_by),
         "created_at": _time(run.created_at),

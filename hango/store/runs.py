@@ -135,7 +135,9 @@ def move(
     expression. ``events`` takes that many event numbers in the same statement; they end at the returned
     ``event_seq``.
     """
-    statement, parameters = _guarded(run_id, source, values, owner, lease_expired_before, events, returning=None)
+    statement, parameters = _guarded(
+        run_id, source, values, owner, lease_expired_before, events, returning=None, first_of_thread=first_of_thread
+    )
     parameters.update(bound or {})
     return session.scalars(statement, parameters, execution_options=_OPTIONS).one_or_none()
 

@@ -49,7 +49,10 @@ def get_thread(session: Session, principal: Principal, thread_id: uuid.UUID, *, 
     """A thread the principal may see (locked until commit with ``for_update``); :class:`NotFound` otherwise."""
     statement = select(Thread).where(Thread.id == thread_id, visible_to(principal))
     if for_update:
-        statement = statement.with_for_update()
+        # FOR NO KEY UPDATE: a worker's insert of a message (or update of a row it wrote) referencing the thread
+        # takes a key-share lock on it while holding its run's row, which a request holding the thread then waits
+        # for; FOR UPDATE would make the two wait on each other (a deadlock).
+        statement = statement.with_for_update(key_share=True)
     thread = session.scalar(statement)
     if thread is None:
         raise NotFound(f"thread {thread_id} not found")
@@ -74,7 +77,9 @@ def active_runs(session: Session, thread_id: uuid.UUID, *, lock: bool = False) -
     statement = (
         select(Run).where(Run.thread_id == thread_id, Run.state.in_(ACTIVE_RUN_STATES)).order_by(Run.thread_position)
     )
-    return list(session.scalars(statement.with_for_update() if lock else statement))
+    # FOR NO KEY UPDATE: it waits for (and holds off) a run's transition, not the inserts that merely reference
+    # the run (a message, an event), which take a key-share lock.
+    return list(session.scalars(statement.with_for_update(key_share=True) if lock else statement))
 
 
 def next_to_start(session: Session, thread_id: uuid.UUID) -> Run | None:
@@ -340,3 +345,64 @@ def _collect(session: Session, ancestors: Sequence[uuid.UUID]) -> None:
         ancestor = session.scalar(statement)
         if ancestor is not None and shared_up_to(session, ancestor.id) is None:
             remove(session, ancestor)
+
+
+# --- the thread's event stream: its runs one after the other
+
+
+@dataclass(frozen=True)
+class RunPlace:
+    """A run of a thread and its place among the thread's runs."""
+
+    run_id: uuid.UUID
+    position: int
+
+
+def run_from(session: Session, principal: Principal, thread_id: uuid.UUID, position: int) -> RunPlace | None:
+    """The thread's first run at ``position`` or after, in one statement; ``None`` when it has none yet.
+
+    Raises:
+        NotFound: the principal may not see the thread (or it was deleted).
+    """
+    statement = (
+        select(Thread.id, Run.id, Run.thread_position)
+        .outerjoin(Run, (Run.thread_id == Thread.id) & (Run.thread_position >= position))
+        .where(Thread.id == thread_id, visible_to(principal))
+        .order_by(Run.thread_position)
+        .limit(1)
+    )
+    row = session.execute(statement).one_or_none()
+    if row is None:
+        raise NotFound(f"thread {thread_id} not found")
+    _, run_id, place = row
+    return None if run_id is None or place is None else RunPlace(run_id, place)
+
+
+def thread_run(session: Session, principal: Principal, thread_id: uuid.UUID, run_id: uuid.UUID) -> Run | None:
+    """A run of a thread the principal may see (whoever started the run); ``None`` otherwise."""
+    statement = (
+        select(Run)
+        .join(Thread, Thread.id == Run.thread_id)
+        .where(Run.id == run_id, Run.thread_id == thread_id, visible_to(principal))
+    )
+    return session.scalar(statement)
+
+
+def visible_run_count(session: Session, principal: Principal, thread_id: uuid.UUID) -> int | None:
+    """How many runs the thread has been given (its last run's place), or ``None`` when the principal may not see
+    it."""
+    count = session.scalar(select(Thread.run_seq).where(Thread.id == thread_id, visible_to(principal)))
+    return None if count is None else int(count)
+
+
+def visible_run_head(
+    session: Session, principal: Principal, thread_id: uuid.UUID, run_id: uuid.UUID
+) -> tuple[str, int] | None:
+    """A thread's run's state and last event number, or ``None`` when the principal may not see the thread."""
+    statement = (
+        select(Run.state, Run.event_seq)
+        .join(Thread, Thread.id == Run.thread_id)
+        .where(Run.id == run_id, Run.thread_id == thread_id, visible_to(principal))
+    )
+    row = session.execute(statement).one_or_none()
+    return None if row is None else (row.state, row.event_seq)

@@ -21,6 +21,7 @@ from hango.kernel.auth import Principal
 from hango.platform.db import Database
 from hango.store import approval_events as approval_event_store
 from hango.store import runs as run_store
+from hango.store import threads as thread_store
 from hango.store import tokens as token_store
 
 Value = TypeVar("Value")
@@ -96,13 +97,16 @@ class RunHead:
 
 
 class StreamChecks:
-    """The shared answers of one process: a token's principal, a run's visibility and head, a tenant log's head."""
+    """The shared answers of one process: a token's principal, a run's visibility and head, a tenant log's head,
+    a thread's visibility and its runs."""
 
     def __init__(self, db: Database, ttl: float) -> None:
         self._db = db
         self._principals: Recent[Principal | None] = Recent(ttl)
         self._runs: Recent[RunHead | None] = Recent(ttl)
         self._tenants: Recent[int] = Recent(ttl)
+        self._threads: Recent[int | None] = Recent(ttl)
+        self._thread_runs: Recent[RunHead | None] = Recent(ttl)
 
     def principal(self, token_id: uuid.UUID) -> Principal | None:
         """What the token stands for now; ``None`` once it is revoked or its user left the tenant."""
@@ -132,3 +136,25 @@ class StreamChecks:
                 return approval_event_store.last_seq(session, tenant_id)
 
         return self._tenants.get(tenant_id, read)
+
+    def thread(self, principal: Principal, thread_id: uuid.UUID) -> int | None:
+        """How many runs the thread has been given, or ``None`` when the principal may not see it (or it was
+        deleted)."""
+        key = (principal.tenant_id, principal.user_id, principal.is_manager, thread_id)
+
+        def read() -> int | None:
+            with self._db.read() as session:
+                return thread_store.visible_run_count(session, principal, thread_id)
+
+        return self._threads.get(key, read)
+
+    def thread_run(self, principal: Principal, thread_id: uuid.UUID, run_id: uuid.UUID) -> RunHead | None:
+        """The head of a run of the thread, or ``None`` when the principal may not see the thread."""
+        key = (principal.tenant_id, principal.user_id, principal.is_manager, thread_id, run_id)
+
+        def read() -> RunHead | None:
+            with self._db.read() as session:
+                head = thread_store.visible_run_head(session, principal, thread_id, run_id)
+            return None if head is None else RunHead(*head)
+
+        return self._thread_runs.get(key, read)

@@ -25,7 +25,7 @@ from redis.exceptions import RedisError
 
 log = logging.getLogger(__name__)
 
-PATTERNS: Final = ("hango:run:*:events", "hango:tenant:*:approvals")
+PATTERNS: Final = ("hango:run:*:events", "hango:tenant:*:approvals", "hango:thread:*:runs")
 
 
 class _Gap:

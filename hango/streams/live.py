@@ -1,7 +1,8 @@
 """Following an event log: replay what is stored, then stream live events as they are published.
 
-Two logs are followed: a run's events (``GET /v1/runs/{id}/events``) and a tenant's approval stream
-(``GET /v1/approvals/events``). The database is the log; Redis only wakes readers early, through the process's
+Two logs are followed here: a run's events (``GET /v1/runs/{id}/events``) and a tenant's approval stream
+(``GET /v1/approvals/events``); a thread's stream follows its runs' logs one after the other
+(:mod:`hango.streams.threads`). The database is the log; Redis only wakes readers early, through the process's
 one subscription (:mod:`hango.streams.fanout`). A reader listens before it reads the log, takes a published event
 directly only when it is exactly the next one, and otherwise re-reads the log, so a lost or reordered publish
 costs latency, never an event.
@@ -14,20 +15,21 @@ may no longer see ends it, before it sends anything more.
 
 from __future__ import annotations
 
+import enum
 import logging
 import random
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 import redis
 
 from hango.kernel.auth import Principal
 from hango.kernel.errors import NotFound, Unauthorized
 from hango.kernel.models import TERMINAL_RUN_STATES
-from hango.platform.events import ApprovalNotice, Event, approvals_channel, channel
+from hango.platform.events import ApprovalNotice, Event, ThreadEvent, approvals_channel, channel
 from hango.platform.runtime import Runtime
 from hango.run.service import approval_events_after, events_after, get_run
 from hango.streams.checks import StreamChecks
@@ -36,7 +38,14 @@ from hango.streams.slots import StreamSlot, admit_stream
 
 FINISHED = "run.finished"
 log = logging.getLogger(__name__)
-Item = TypeVar("Item", Event, ApprovalNotice)
+Item = TypeVar("Item", Event, ApprovalNotice, ThreadEvent)
+
+
+class End(enum.Enum):
+    """Why following a log stopped."""
+
+    LOG_ENDED = "the log has ended"
+    STOPPED = "the stream must end: the caller may no longer follow it, or the client is gone"
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,7 @@ def open_approval_stream(runtime: Runtime, live: Live, principal: Principal, aft
 
 class Wire(Protocol):
     """The connection of a stream's response, for live events sent by the process's reader while the stream's own
-    greenlet waits (see :meth:`_Followed.send_directly`). What it writes is framed as the server frames the body."""
+    greenlet waits (see :meth:`Followed.send_directly`). What it writes is framed as the server frames the body."""
 
     def send_now(self, frame: bytes) -> bool:
         """Send ``frame`` without waiting: ``True`` when it all went; otherwise the rest waits for :meth:`flush`
@@ -117,10 +126,12 @@ class Read(Generic[Item]):
 
 
 @dataclass
-class _Followed(Generic[Item]):
+class Followed(Generic[Item]):
     """An admitted stream: iterate it once, and close it when the response ends.
 
-    Subclasses say what they follow: the channel, how the log is read, and what a published message means.
+    Subclasses say what they follow: the channel, how the log is read, and what a published message means; one
+    that follows several logs in turn (a thread's runs) overrides ``_follow`` and follows each with
+    :meth:`_follow_log`.
     """
 
     runtime: Runtime
@@ -131,6 +142,8 @@ class _Followed(Generic[Item]):
     _checked_at: float = field(default=0.0, init=False)
     _last: int = field(default=0, init=False)
     _wire: Wire | None = field(default=None, init=False)
+    # Where a published message keeps its decoded event for every stream of this kind (no payload has this key).
+    _shared_as: ClassVar[str] = "hango.item"
 
     def __post_init__(self) -> None:
         # The first check comes at a random point of the first interval, so that streams opened together (a
@@ -188,38 +201,47 @@ class _Followed(Generic[Item]):
         return self.runtime.settings.sse_keepalive.total_seconds()
 
     def _follow(self) -> Iterator[Item | Batch[Item] | None]:
+        yield from self._follow_log(self.after)
+
+    def _follow_log(self, after: int) -> Generator[Item | Batch[Item] | None, None, End]:
+        """The log's events after ``after`` (stored, then live) and keep-alives, until the log ends or the stream
+        must (:class:`End` says which)."""
         listener = self.live.fanout.listen(self._channel())
-        last: int | None = self.after
+        last = after
         try:
-            while last is not None and (read := self._read_log(last)) is not None:
+            while (read := self._read_log(last)) is not None:
                 for item in read.items:
                     if not self._authorised(idle=False):
-                        return
+                        return End.STOPPED
                     yield item
                     if self._ends(item):
-                        return
+                        return End.LOG_ENDED
                 if read.ended:
-                    return
-                last = yield from self._listen(listener, read.reached)
+                    return End.LOG_ENDED
+                reached = yield from self._listen(listener, read.reached)
+                if isinstance(reached, End):
+                    return reached
+                last = reached
+            return End.STOPPED
         finally:
             listener.close()
 
-    def _listen(self, listener: Listener, last: int) -> Generator[Batch[Item] | None, None, int | None]:
+    def _listen(self, listener: Listener, last: int) -> Generator[Batch[Item] | None, None, int | End]:
         """Live events that directly follow ``last``, a burst at a time, and keep-alives, until the log must be
         read again (a gap, a message lost, or a log that grew behind the subscription's back): then the number
-        reached. ``None`` when the stream ends."""
+        reached. An :class:`End` when the log or the stream ends."""
         self._last = last
         direct = self._send_now if self._wire is not None else None
         while True:
             # A little under the interval, at random: streams that heard the same event do not tick together.
             taken = listener.take(self._interval() * random.uniform(0.8, 1.0), direct=direct)
             if self._wire is not None and not self._wire.flush():
-                return None  # the client is gone
+                return End.STOPPED  # the client is gone
             if taken is GAP:
                 return self._last
             if taken is None:
                 if not self._authorised(idle=True):
-                    return None
+                    return End.STOPPED
                 yield None
                 if self._head() > self._last:
                     return self._last
@@ -228,10 +250,10 @@ class _Followed(Generic[Item]):
             burst, reached, outcome = self._next_of(taken, self._last)
             if burst:
                 if not self._authorised(idle=False):
-                    return None
+                    return End.STOPPED
                 yield Batch(burst)
             if outcome != "more":
-                return None if outcome == "ended" else reached
+                return End.LOG_ENDED if outcome == "ended" else reached
             self._last = reached
 
     def _send_now(self, message: Message) -> bool:
@@ -251,7 +273,7 @@ class _Followed(Generic[Item]):
         and what comes next: ``more`` (listen on), ``gap`` (re-read the log) or ``ended``."""
         burst: list[Item] = []
         for message in messages:
-            item = _shared(message, self._decode)
+            item = _shared(message, self._decode, self._shared_as)
             if item.seq <= last:
                 continue
             if item.seq != last + 1:
@@ -288,7 +310,7 @@ class _Followed(Generic[Item]):
 
 
 @dataclass
-class RunEventStream(_Followed[Event]):
+class RunEventStream(Followed[Event]):
     """One run's events, until ``run.finished``."""
 
     run_id: uuid.UUID = field(default_factory=uuid.uuid4)
@@ -325,7 +347,7 @@ class RunEventStream(_Followed[Event]):
 
 
 @dataclass
-class ApprovalStream(_Followed[ApprovalNotice]):
+class ApprovalStream(Followed[ApprovalNotice]):
     """A tenant's approval events, for as long as the caller may follow them; a member sees their own runs'."""
 
     def _channel(self) -> str:
@@ -346,12 +368,10 @@ class ApprovalStream(_Followed[ApprovalNotice]):
         return self.principal.is_manager or item.run_creator == self.principal.user_id
 
 
-_SHARED = "hango.item"  # where a decoded message keeps its event (no published payload has this key)
-
-
-def _shared(message: Message, decode: Callable[[Message], Item]) -> Item:
-    """The event of a message the process's listeners share: decoded, and framed, once for all of them."""
-    item: Item | None = message.get(_SHARED)
+def _shared(message: Message, decode: Callable[[Message], Item], key: str) -> Item:
+    """The event of a message the process's listeners share: decoded, and framed, once for all the streams that
+    keep it under ``key`` (a run's stream and a thread's frame one message differently)."""
+    item: Item | None = message.get(key)
     if item is None:
-        item = message[_SHARED] = decode(message)
+        item = message[key] = decode(message)
     return item

@@ -1,6 +1,6 @@
 """The reviewers' inbox in headless Chromium (Debian's, driven by Playwright), against a real ``hango api`` and a
 real worker: sign-in, approvals appearing and disappearing live, each decision, a refused edit shown where it
-belongs, a member's read-only view and the diff of a file write.
+belongs, a member's read-only view, the diff of a file write and a thread's conversation.
 
 ``HANGO_INBOX_SCREENSHOTS=<folder>`` also saves the screenshots the docs show.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -25,6 +26,7 @@ from hango.platform.runtime import Runtime
 from hango.run.expiry import expire_run
 from tests.integration.conftest import LIVE, Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, tool_results, write_memory
+from tests.integration.test_threads import new_thread, send
 from tests.support.processes import api_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("worker_process")]
@@ -475,3 +477,36 @@ def test_an_approvals_own_page_shows_it_whatever_its_state_and_nothing_of_anothe
     sign_in(page, server, stranger, f"/inbox/approvals/{item['id']}")
     expect(page.get_by_text("No such approval is visible to you.")).to_be_visible()
     expect(page.get_by_role("article")).to_have_count(0)
+
+
+def test_a_card_of_a_threads_run_links_to_the_conversation_which_follows_the_thread_live(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    owner = tenant.owner
+    agent_id = create_agent(client, owner, [{"text": "Standup is at 09:00."}, *SCRIPT])
+    thread = new_thread(client, owner, agent_id)
+    wait_for_state(client, owner, send(client, owner, thread["id"], "When is standup?")["id"], {"succeeded"})
+    run = send(client, owner, thread["id"], "Note that it moves to 09:30.")
+    assert wait_for_state(client, owner, run["id"], {"awaiting_approval", "failed"})["state"] == "awaiting_approval"
+    alone = suspended_run(client, tenant, SCRIPT)  # a run without a thread: no conversation to link to
+
+    sign_in(page, server, owner)
+    expect(page.get_by_role("article").filter(has_text=alone).get_by_role("link", name="Conversation")).to_have_count(0)
+    page.get_by_role("article").filter(has_text=run["id"]).get_by_role("link", name="Conversation").click()
+    expect(page).to_have_url(f"{server}/inbox/threads/{thread['id']}")
+    messages = page.get_by_role("list", name="Messages").get_by_role("listitem")
+    # The thread's whole conversation, both runs', readable: who said what, and the waiting call by its tool's name.
+    expect(messages).to_have_text(
+        [
+            "user: When is standup?",
+            "assistant: Standup is at 09:00.",
+            "user: Note that it moves to 09:30.",
+            re.compile(r'^assistant: Saving\.\n→ write_file\(\{.*"content":"new line".*\}\)$'),
+        ]
+    )
+    expect(page.locator('[data-field="status"]')).to_have_text("interrupted")
+    shot(page, "inbox-conversation.png")
+
+    assert decide(client, owner, run["id"], {"tool_call_id": "w", "decision": "approve"}).status_code == 200
+    expect(messages.last).to_have_text("assistant: Done.", timeout=LIVE)  # the thread's stream said it grew
+    expect(page.locator('[data-field="status"]')).to_have_text("idle")

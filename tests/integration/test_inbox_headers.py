@@ -30,6 +30,7 @@ def _assert_secured(response: TestResponse, status: int) -> None:
         ("GET", "/inbox/assets/evil.js", 404),
         ("GET", "/inbox/approvals/not-a-uuid", 404),
         ("GET", "/inbox/runs/00000000-0000-0000-0000-000000000000/more", 404),
+        ("GET", "/inbox/threads/00000000-0000-0000-0000-000000000000", 200),
         ("POST", "/inbox", 405),
         ("DELETE", "/inbox/assets/inbox.js", 405),
         ("PUT", "/inbox/approvals/00000000-0000-0000-0000-000000000000", 405),

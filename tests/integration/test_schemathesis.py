@@ -52,10 +52,11 @@ EXAMPLES = int(os.environ.get("HANGO_SCHEMATHESIS_EXAMPLES", "4"))
 NEGATIVE_REFUSALS = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
 POSITIVE_ANSWERS = ["2xx", "3xx", "401", "403", "404", "409", "413", "429", "5xx"]
 # A run's event stream is read up to its first event: the realm's run has ended, and a run the fuzzer starts has its
-# run.queued. The tenant's approval stream never ends and the realm has no approvals: a valid request to it is read
-# until the stream has been silent for STREAM_SILENCE, so it gets invalid ones only, but from the stateful phase (its
-# parameters' patterns are tested in tests/unit/test_openapi_rules.py; test_approval_stream.py reads its answers).
-# The server's keep-alives come more rarely than that silence, and the first bytes have that long to arrive.
+# run.queued; so is a thread's, whose first run has ended in the realm. The tenant's approval stream never ends and
+# the realm has no approvals: a valid request to it is read until the stream has been silent for STREAM_SILENCE, so
+# it gets invalid ones only, but from the stateful phase (its parameters' patterns are tested in
+# tests/unit/test_openapi_rules.py; test_approval_stream.py reads its answers). The server's keep-alives come more
+# rarely than that silence, and the first bytes have that long to arrive.
 STREAM_SILENCE = timedelta(seconds=2)
 STREAMS = [
     {"include-path": "/v1/approvals/events", "generation": {"mode": "negative"}},
@@ -148,6 +149,10 @@ def _populate(app: Flask, token: str) -> dict[str, str]:
     member = client.post("/v1/users", json={"email": "m@example.com", "role": "member"}, headers=headers).json
     token_id = client.post(f"/v1/users/{member['id']}/tokens", headers=headers).json["id"]
     thread_id = client.post("/v1/threads", json={"agent_id": agent_id}, headers=headers).json["id"]
+    # A thread's stream stays open while the thread exists: a run of it, ended, gives the stream an event to read.
+    thread_run = client.post(f"/v1/threads/{thread_id}/runs", json={"input": "go"}, headers=headers).json["id"]
+    cancelled = client.post(f"/v1/runs/{thread_run}/cancel", headers=headers)
+    assert cancelled.status_code in (200, 409), cancelled.json
     ids = {"agent_id": agent_id, "run_id": run_id, "user_id": member["id"], "token_id": token_id}
     return {**ids, "thread_id": thread_id}
 

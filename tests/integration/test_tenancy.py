@@ -192,6 +192,13 @@ def case_threads(world: World) -> Reader:
         except NotFound:
             fetched = False
         assert listed == fetched, "the list and the get disagree on visibility"
+        # The thread's event stream: where it looks for the next run, and its keep-alive's check.
+        try:
+            streamed = threads.run_from(session, principal, thread.id, 1) is None
+        except NotFound:
+            streamed = False
+        checked = threads.visible_run_count(session, principal, thread.id) is not None
+        assert streamed == checked == fetched, "the thread's stream and the get disagree on visibility"
         return fetched
 
     return _visible(world, read)
