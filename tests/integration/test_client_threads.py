@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hango.client import Client, ProblemError, Run
+from hango.client import Client, Event, ProblemError, Run
 from hango.kernel.config import Settings
 from tests.integration.conftest import TenantFixture
 from tests.integration.hitl_helpers import write_memory
@@ -100,3 +100,47 @@ def test_a_busy_thread_and_a_bad_strategy_are_problems(base: str, tenant: Tenant
         replacing = hango.start_thread_run(thread["id"], "never mind", multitask_strategy="interrupt")
         assert hango.get_run(paused["id"])["state"] == "cancelled"
         assert _in_state(hango, replacing["id"], TERMINAL)["state"] == "succeeded"
+
+
+def test_a_threads_events_run_after_run_resumed_after_an_id_and_live_while_it_is_idle(
+    base: str, tenant: TenantFixture
+) -> None:
+    with Client(base, tenant.owner.token) as hango:
+        agent_id = _agent(hango, [{"text": "One."}, {"text": "Two."}, {"text": "Three."}])
+        thread = hango.create_thread(agent_id)
+        runs = [
+            hango.start_thread_run(thread["id"], "first"),
+            hango.start_thread_run(thread["id"], "second", multitask_strategy="enqueue"),
+        ]
+        stream = hango.thread_events(thread["id"])
+        seen = _through_finished(stream, len(runs))
+        ids = [int(str(event["id"])) for event in seen]
+        assert ids == sorted(set(ids))  # increasing across the runs
+        order = [event["data"]["run_id"] for event in seen]
+        assert order == sorted(order, key=[run["id"] for run in runs].index)  # the first run's, then the second's
+        assert {event["data"]["run_id"] for event in seen} == {run["id"] for run in runs}
+
+        # The stream stays open while the thread is idle: a run sent now arrives on it, live.
+        third = hango.start_thread_run(thread["id"], "third")
+        live = _through_finished(stream, 1)
+        stream.close()
+        assert {event["data"]["run_id"] for event in live} == {third["id"]}
+        assert int(str(live[0]["id"])) > ids[-1]
+
+        # Resumed after the first run's end: exactly the rest, from the second run's first event.
+        first_end = next(event for event in seen if event["type"] == "run.finished")
+        resumed = hango.thread_events(thread["id"], after=first_end["id"])
+        rest = _through_finished(resumed, 2)
+        resumed.close()
+        assert rest == seen[seen.index(first_end) + 1 :] + live
+
+
+def _through_finished(events: Iterator[Event], runs: int) -> list[Event]:
+    """The events of a stream up to the ``runs``-th ``run.finished``, included."""
+    taken: list[Event] = []
+    for event in events:
+        taken.append(event)
+        runs -= event["type"] == "run.finished"
+        if not runs:
+            return taken
+    raise AssertionError(f"the stream ended early: {[event['type'] for event in taken]}")
