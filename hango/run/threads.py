@@ -1,7 +1,7 @@
 """A thread's runs on the worker's side: where a run starts in its thread's conversation, and which run starts next.
 
 A run of a thread is created with its input kept on its row. When a worker claims it (which only the thread's
-oldest active run can be: :func:`hango.store.threads.first_of_thread`), the run before it has ended, so the claim's
+oldest active run can be: :data:`hango.store.runs.FIRST_OF_THREAD`), the run before it has ended, so the claim's
 transaction can put the run in the conversation: the calls the run before left unanswered are answered
 ``tool call interrupted`` (a message of that run), then the input is stored, numbered thread-wide after the last
 message. Nothing of the conversation is copied: the loop reads the earlier messages, or only the last of them when

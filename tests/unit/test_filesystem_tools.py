@@ -543,7 +543,7 @@ def test_scratch_files_share_the_run_limit_and_agent_files_do_not_count(tools: T
 
     message = _error(tools, "write_file", file_path="/c.txt", content="c" * 27_000)
 
-    assert "this run's scratch files" in message
+    assert "the scratch files of this run" in message
     assert "HANGO_MAX_RUN_STORAGE_BYTES" in message
     # Overwriting a file counts its new size instead of its old one, not both.
     _ok(tools, "write_file", file_path="/a.txt", content="a" * 31_000)

@@ -258,7 +258,11 @@ def _check_size(files: FileSystem, limits: ToolLimits, path: str, size: int) -> 
             "/memories/ and /skills/",
         )
     else:
-        limit, setting, owner = limits.max_run_storage_bytes, "HANGO_MAX_RUN_STORAGE_BYTES", "this run's scratch files"
+        limit, setting, owner = (
+            limits.max_run_storage_bytes,
+            "HANGO_MAX_RUN_STORAGE_BYTES",
+            "the scratch files of this run (of its thread, on a thread)",
+        )
     if total > limit and stored > use.file_bytes:
         raise ToolError(
             f"writing {path} would bring {owner} to {total:,} bytes (paths and contents), over their limit of "
