@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from hango.agent.messages import Message, ToolResult
 from hango.agent.middleware.repair import INTERRUPTED
@@ -47,13 +48,11 @@ def begin(work: Work, run: Run, window: int | None) -> ThreadHistory:
     before left unanswered and store the run's input after them (numbered thread-wide, with their events)."""
     session = work.session
     assert run.thread_id is not None
-    thread, last = thread_store.thread_and_last_seq(session, run.thread_id)
-    lineage = thread_store.Lineage.of(session, thread)
+    start = thread_store.start_of(session, run.thread_id, run.first_seq, window)
+    earlier = start.earlier
     if run.first_seq is not None:  # a resumed run: its input is stored already
-        earlier = thread_store.earlier_conversation(session, lineage, run.first_seq, window)
         return ThreadHistory(earlier.messages, earlier.turns)
-    earlier = thread_store.earlier_conversation(session, lineage, None, window)
-    first = last + 1
+    first = start.last_seq + 1
     repairs = _repairs(earlier)
     inputs = [Message(role=item["role"], content=list(item["content"])) for item in run.input or []]
     written = len(repairs) + len(inputs)
@@ -108,7 +107,10 @@ def _started(session: Session, run: Run, first_own: int, last: int, events: int)
         .returning(Run.id, Run.tenant_id, Run.message_seq, Run.event_seq, Run.created_by, Run.thread_id)
     )
     row = session.execute(statement, execution_options={"synchronize_session": False}).one()
-    run.first_seq, run.message_seq, run.event_seq = first_own, last, row.event_seq
+    # What the row now holds, without marking the loaded run changed (a flush would write it again).
+    for name, value in (("first_seq", first_own), ("message_seq", last), ("event_seq", row.event_seq)):
+        set_committed_value(run, name, value)
+    set_committed_value(run, "input", None)
     return RunCounters(*row)
 
 

@@ -246,17 +246,56 @@ def earlier_conversation(session: Session, lineage: Lineage, before: int | None,
     messages = [Message(role=role, content=list(content), seq=seq) for seq, role, content, _ in rows]
     turns = sum(1 for message in messages if message.role == "assistant")
     if most is not None and len(rows) == most:  # the rest of the conversation is counted, not read
-        counted = select(func.count()).select_from(MessageRow).where(clause, MessageRow.role == "assistant")
-        turns = int(session.scalar(counted) or 0)
+        turns = _assistant_turns(session, clause)
     return Earlier(messages, [row[3] for row in rows], turns)
 
 
-def thread_and_last_seq(session: Session, thread_id: uuid.UUID) -> tuple[Thread, int]:
-    """A thread (the caller has the right to it: a worker's run's), and the number of its last stored message (its
-    inner ones included) or, before any, where its own numbers start; in one statement."""
+@dataclass(frozen=True)
+class Start:
+    """What a thread run's claim reads of its thread: the thread, the number of its last stored message (its inner
+    ones included; before any, where its own numbers start), and the conversation before the run."""
+
+    thread: Thread
+    last_seq: int
+    earlier: Earlier
+
+
+def start_of(session: Session, thread_id: uuid.UUID, before: int | None, most: int | None) -> Start:
+    """What a claim of a run of ``thread_id`` reads (the caller has the right to it: a worker's run's): for a thread
+    that is not a fork, in one statement — the thread, its last number and its last ``most`` messages before
+    ``before`` (a lateral join) — and for a fork, with its lineage's reads."""
     last = select(func.max(MessageRow.seq)).where(MessageRow.thread_id == thread_id).scalar_subquery()
-    thread, seq = session.execute(select(Thread, last).where(Thread.id == thread_id)).one()
-    return thread, thread.base_seq if seq is None else int(seq)
+    own = select(MessageRow.seq, MessageRow.role, MessageRow.content, MessageRow.run_id).where(
+        MessageRow.thread_id == Thread.id,
+        MessageRow.tenant_id == Thread.tenant_id,
+        MessageRow.subagent_call_id.is_(None),
+    )
+    if before is not None:
+        own = own.where(MessageRow.seq < before)
+    own = own.order_by(MessageRow.seq.desc())
+    lateral = (own.limit(most) if most is not None else own).lateral()
+    statement = (
+        select(Thread, last, lateral.c.seq, lateral.c.role, lateral.c.content, lateral.c.run_id)
+        .outerjoin(lateral, literal(True))
+        .where(Thread.id == thread_id)
+        .order_by(lateral.c.seq)
+    )
+    rows = list(session.execute(statement))
+    thread, seq = rows[0][0], rows[0][1]
+    last_seq = thread.base_seq if seq is None else int(seq)
+    if thread.base_seq:  # a fork: its conversation spans its ancestors
+        return Start(thread, last_seq, earlier_conversation(session, Lineage.of(session, thread), before, most))
+    found = [row[2:] for row in rows if row[2] is not None]
+    messages = [Message(role=role, content=list(content), seq=number) for number, role, content, _ in found]
+    turns = sum(1 for message in messages if message.role == "assistant")
+    if most is not None and len(found) == most:  # the rest of the conversation is counted, not read
+        turns = _assistant_turns(session, Lineage(thread.id, thread.tenant_id, ()).messages(before))
+    return Start(thread, last_seq, Earlier(messages, [row[3] for row in found], turns))
+
+
+def _assistant_turns(session: Session, clause: ColumnElement[bool]) -> int:
+    counted = select(func.count()).select_from(MessageRow).where(clause, MessageRow.role == "assistant")
+    return int(session.scalar(counted) or 0)
 
 
 def conversation_count(session: Session, lineage: Lineage, up_to: int) -> int:
