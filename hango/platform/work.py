@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
@@ -35,6 +35,16 @@ _APPROVAL_NOTIFICATIONS: dict[str, WebhookEventType] = {
     "approval.escalated": "approval.escalated",
     "approval.cancelled": "approval.cancelled",
 }
+
+
+class Queued(Protocol):
+    """A queued run as enqueuing it needs it: its id and the generation its message carries."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def queue_generation(self) -> int: ...
 
 
 @dataclass
@@ -137,7 +147,7 @@ class Work:
         """Wake the thread's streams once the transaction has committed: it gave the thread a run."""
         self.woken.add(thread_id)
 
-    def enqueue_after_commit(self, run: Run) -> None:
+    def enqueue_after_commit(self, run: Queued) -> None:
         """Enqueue the run's current queued generation once the transaction has committed."""
         self.enqueues.append((run.id, run.queue_generation))
 

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import bindparam, null, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -91,22 +91,25 @@ def _owner(run: Run, run_id: uuid.UUID) -> RunCounters:
     return RunCounters(run_id, run.tenant_id, 0, 0, run.created_by, run.thread_id)
 
 
+# Built once: every thread run's first claim writes it.
+_STARTED = (
+    update(Run)
+    .where(Run.id == bindparam("run_id"))
+    .values(
+        first_seq=bindparam("first_seq"),
+        message_seq=bindparam("last"),
+        input=null(),
+        event_seq=Run.event_seq + bindparam("events"),
+    )
+    .returning(Run.id, Run.tenant_id, Run.message_seq, Run.event_seq, Run.created_by, Run.thread_id)
+)
+
+
 def _started(session: Session, run: Run, first_own: int, last: int, events: int) -> RunCounters:
     """Mark the claimed run started at ``first_own`` with its messages numbered up to ``last``, taking ``events``
     event numbers (its row is locked by the claim)."""
-    values = {
-        "first_seq": first_own,
-        "message_seq": last,
-        "input": None,
-        "event_seq": Run.event_seq + events,
-    }
-    statement = (
-        update(Run)
-        .where(Run.id == run.id)
-        .values(**values)
-        .returning(Run.id, Run.tenant_id, Run.message_seq, Run.event_seq, Run.created_by, Run.thread_id)
-    )
-    row = session.execute(statement, execution_options={"synchronize_session": False}).one()
+    parameters = {"run_id": run.id, "first_seq": first_own, "last": last, "events": events}
+    row = session.execute(_STARTED, parameters, execution_options={"synchronize_session": False}).one()
     # What the row now holds, without marking the loaded run changed (a flush would write it again).
     for name, value in (("first_seq", first_own), ("message_seq", last), ("event_seq", row.event_seq)):
         set_committed_value(run, name, value)

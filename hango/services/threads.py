@@ -190,7 +190,7 @@ def create_run(
     """
     with unit_of_work(runtime) as work:
         session = work.session
-        thread = store.take_position(session, principal, thread_id)  # locked until commit
+        thread, agent = store.take_position(session, principal, thread_id)  # the thread locked until commit
         if agent_id is not None and agent_id != thread.agent_id:
             raise InvalidInput.field(
                 "agent_id", f"thread {thread_id} belongs to agent {thread.agent_id}, not {agent_id}"
@@ -203,7 +203,6 @@ def create_run(
             for run in active:
                 transitions.cancel(work, run)
             active = []
-        agent = agent_store.get_agent(session, principal.tenant_id, thread.agent_id)
         position, stored = thread.run_seq, input_json(messages)  # the input is stored as messages when it starts
         values = new_run(principal, agent, thread_id=thread.id, thread_position=position, input=stored, event_seq=1)
         run = session.scalars(insert(Run).returning(Run), [values]).one()

@@ -12,9 +12,23 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, and_, case, delete, exists, func, insert, literal, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    and_,
+    bindparam,
+    case,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from hango.agent.messages import Message
@@ -22,6 +36,7 @@ from hango.kernel.auth import Principal
 from hango.kernel.errors import NotFound
 from hango.kernel.models import (
     ACTIVE_RUN_STATES,
+    Agent,
     ApprovalEvent,
     File,
     PendingApproval,
@@ -59,16 +74,21 @@ def get_thread(session: Session, principal: Principal, thread_id: uuid.UUID, *, 
     return thread
 
 
-def take_position(session: Session, principal: Principal, thread_id: uuid.UUID) -> Thread:
-    """A thread the principal may see, locked until commit, with the next run's place taken (``run_seq``), in one
-    statement; :class:`NotFound` otherwise."""
+def take_position(session: Session, principal: Principal, thread_id: uuid.UUID) -> tuple[Thread, Agent]:
+    """A thread the principal may see, locked until commit, with the next run's place taken (``run_seq``), and its
+    agent, in one statement (an ``UPDATE … FROM``); :class:`NotFound` otherwise."""
     values = {"run_seq": Thread.run_seq + 1, "updated_at": datetime.now(UTC)}
-    statement = update(Thread).where(Thread.id == thread_id, visible_to(principal)).values(**values).returning(Thread)
+    statement = (
+        update(Thread)
+        .where(Thread.id == thread_id, visible_to(principal), Agent.id == Thread.agent_id)
+        .values(**values)
+        .returning(Thread, Agent)
+    )
     options = {"synchronize_session": False, "populate_existing": True}
-    thread = session.scalars(statement, execution_options=options).one_or_none()
-    if thread is None:
+    row = session.execute(statement, execution_options=options).one_or_none()
+    if row is None:
         raise NotFound(f"thread {thread_id} not found")
-    return thread
+    return row[0], row[1]
 
 
 def active_runs(session: Session, thread_id: uuid.UUID, *, lock: bool = False) -> list[Run]:
@@ -82,16 +102,26 @@ def active_runs(session: Session, thread_id: uuid.UUID, *, lock: bool = False) -
     return list(session.scalars(statement.with_for_update(key_share=True) if lock else statement))
 
 
-def next_to_start(session: Session, thread_id: uuid.UUID) -> Run | None:
+class Queued(NamedTuple):
+    """A queued run to enqueue: its id and the generation its message carries."""
+
+    id: uuid.UUID
+    queue_generation: int
+
+
+# Built once: every end of a thread's run asks it.
+_OLDEST_ACTIVE = (
+    select(Run.id, Run.state, Run.queue_generation)
+    .where(Run.thread_id == bindparam("thread_id"), Run.state.in_(ACTIVE_RUN_STATES))
+    .order_by(Run.thread_position)
+    .limit(1)
+)
+
+
+def next_to_start(session: Session, thread_id: uuid.UUID) -> Queued | None:
     """The thread's oldest active run, if it is queued: the one to enqueue once the run before it ended."""
-    statement = (
-        select(Run)
-        .where(Run.thread_id == thread_id, Run.state.in_(ACTIVE_RUN_STATES))
-        .order_by(Run.thread_position)
-        .limit(1)
-    )
-    run = session.scalar(statement)
-    return run if run is not None and run.state == "queued" else None
+    row = session.execute(_OLDEST_ACTIVE, {"thread_id": thread_id}).one_or_none()
+    return Queued(row.id, row.queue_generation) if row is not None and row.state == "queued" else None
 
 
 # --- what the API shows of a thread: derived when read, so that no run's step writes the thread's row
@@ -252,45 +282,54 @@ def earlier_conversation(session: Session, lineage: Lineage, before: int | None,
 
 @dataclass(frozen=True)
 class Start:
-    """What a thread run's claim reads of its thread: the thread, the number of its last stored message (its inner
-    ones included; before any, where its own numbers start), and the conversation before the run."""
+    """What a thread run's claim reads of its thread: the number of its last stored message (its inner ones
+    included; before any, where its own numbers start), and the conversation before the run."""
 
-    thread: Thread
     last_seq: int
     earlier: Earlier
 
 
+def _start_statement() -> Any:
+    """The claim's read of a thread that is not a fork, built once: the thread's tenant and ``base_seq``, its last
+    number, and its last ``most`` conversation messages before ``before`` (a lateral join; ``most`` null: all)."""
+    thread_id = bindparam("thread_id", type_=Thread.id.type)
+    last = select(func.max(MessageRow.seq)).where(MessageRow.thread_id == thread_id).scalar_subquery()
+    own = (
+        select(MessageRow.seq, MessageRow.role, MessageRow.content, MessageRow.run_id)
+        .where(
+            MessageRow.thread_id == Thread.id,
+            MessageRow.tenant_id == Thread.tenant_id,
+            MessageRow.subagent_call_id.is_(None),
+            MessageRow.seq < bindparam("before", type_=Integer),
+        )
+        .order_by(MessageRow.seq.desc())
+        .limit(bindparam("most", type_=Integer))
+        .lateral()
+    )
+    columns = (Thread.tenant_id, Thread.base_seq, last, own.c.seq, own.c.role, own.c.content, own.c.run_id)
+    return select(*columns).outerjoin(own, literal(True)).where(Thread.id == thread_id).order_by(own.c.seq)
+
+
+_START = _start_statement()
+_NO_END = 2**31 - 1  # above every seq: "before" nothing
+
+
 def start_of(session: Session, thread_id: uuid.UUID, before: int | None, most: int | None) -> Start:
     """What a claim of a run of ``thread_id`` reads (the caller has the right to it: a worker's run's): for a thread
-    that is not a fork, in one statement — the thread, its last number and its last ``most`` messages before
-    ``before`` (a lateral join) — and for a fork, with its lineage's reads."""
-    last = select(func.max(MessageRow.seq)).where(MessageRow.thread_id == thread_id).scalar_subquery()
-    own = select(MessageRow.seq, MessageRow.role, MessageRow.content, MessageRow.run_id).where(
-        MessageRow.thread_id == Thread.id,
-        MessageRow.tenant_id == Thread.tenant_id,
-        MessageRow.subagent_call_id.is_(None),
-    )
-    if before is not None:
-        own = own.where(MessageRow.seq < before)
-    own = own.order_by(MessageRow.seq.desc())
-    lateral = (own.limit(most) if most is not None else own).lateral()
-    statement = (
-        select(Thread, last, lateral.c.seq, lateral.c.role, lateral.c.content, lateral.c.run_id)
-        .outerjoin(lateral, literal(True))
-        .where(Thread.id == thread_id)
-        .order_by(lateral.c.seq)
-    )
-    rows = list(session.execute(statement))
-    thread, seq = rows[0][0], rows[0][1]
-    last_seq = thread.base_seq if seq is None else int(seq)
-    if thread.base_seq:  # a fork: its conversation spans its ancestors
-        return Start(thread, last_seq, earlier_conversation(session, Lineage.of(session, thread), before, most))
-    found = [row[2:] for row in rows if row[2] is not None]
+    that is not a fork, in one statement built once; a fork reads its lineage as well."""
+    parameters = {"thread_id": thread_id, "before": before or _NO_END, "most": most}
+    rows = list(session.execute(_START, parameters))
+    tenant_id, base_seq, seq = rows[0][0], rows[0][1], rows[0][2]
+    last_seq = base_seq if seq is None else int(seq)
+    if base_seq:  # a fork: its conversation spans its ancestors
+        thread = session.get_one(Thread, thread_id)
+        return Start(last_seq, earlier_conversation(session, Lineage.of(session, thread), before, most))
+    found = [row[3:] for row in rows if row[3] is not None]
     messages = [Message(role=role, content=list(content), seq=number) for number, role, content, _ in found]
     turns = sum(1 for message in messages if message.role == "assistant")
     if most is not None and len(found) == most:  # the rest of the conversation is counted, not read
-        turns = _assistant_turns(session, Lineage(thread.id, thread.tenant_id, ()).messages(before))
-    return Start(thread, last_seq, Earlier(messages, [row[3] for row in found], turns))
+        turns = _assistant_turns(session, Lineage(thread_id, tenant_id, ()).messages(before))
+    return Start(last_seq, Earlier(messages, [row[3] for row in found], turns))
 
 
 def _assistant_turns(session: Session, clause: ColumnElement[bool]) -> int:
