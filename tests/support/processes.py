@@ -136,6 +136,12 @@ def api_server(settings: Settings, *, workers: int = 1, connections: int = 32) -
         yield base
 
 
+# How long a test's API server has to stop on SIGTERM before it is killed. gunicorn waits up to its graceful timeout
+# (10 s) for requests in flight, and an event stream the test left open is one until the client goes: its wait is
+# no part of what these tests check (tests/integration/test_cli.py checks a clean stop with a server of its own).
+API_STOP_GRACE = 3.0
+
+
 @contextmanager
 def api_process(
     settings: Settings, *, workers: int = 1, connections: int = 32
@@ -150,7 +156,7 @@ def api_process(
         assert process.poll() is None, "the API server exited at start"
         yield base, process
     finally:
-        stop(process)
+        stop(process, timeout=API_STOP_GRACE)
 
 
 def _healthy(base: str) -> bool:
