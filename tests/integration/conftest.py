@@ -120,6 +120,16 @@ def worker_process(settings: Settings) -> Any:
         yield process
 
 
+@pytest.fixture(scope="session")
+def api_base(settings: Settings) -> Iterator[str]:
+    """A real ``hango api`` on the session's settings, shared by the modules that need a server and no settings of
+    their own (each test has tenants of its own): a server costs seconds of a core to start."""
+    from tests.support.processes import api_server
+
+    with api_server(settings) as base:
+        yield base
+
+
 @pytest.fixture
 def far_east(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """This process's clock 14 hours ahead of UTC: what it stores and compares must still be UTC."""
