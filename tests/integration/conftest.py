@@ -93,18 +93,41 @@ def tenant(make_tenant: Any) -> TenantFixture:
     return fixture
 
 
+def patient(settings: Settings) -> Settings:
+    """The settings of the session's worker: its beat practically never reconciles, and sweeps webhook deliveries
+    at the product's pace.
+
+    Tests with workers of their own share this database. This worker's reconciler would take their runs onto its
+    own queue and run them with the wrong settings: re-enqueue runs left queued while their worker is still booting,
+    or reclaim the lease of a worker a durability test killed before that test's own reconciler does. So the tests
+    that need a reconciler start a worker with beat of their own. The webhook sweep (retries, lost enqueues,
+    reminders) runs every half second in the test settings, which costs a worker a few percent of a core for the
+    whole session; only the webhook tests wait on it, and they sweep with a worker of their own.
+    """
+    return settings.replace(
+        requeue_after=timedelta(seconds=600),
+        reconcile_interval=timedelta(seconds=600),
+        webhook_sweep_interval=timedelta(seconds=5),
+    )
+
+
 @pytest.fixture(scope="session")
 def worker_process(settings: Settings) -> Any:
     """A real ``hango worker --beat`` on this session's queue, for every test that runs agents."""
     from tests.support.processes import worker
 
-    # Tests with workers of their own share this database. This worker's reconciler would take their runs onto its
-    # own queue and run them with the wrong settings: re-enqueue runs left queued while their worker is still
-    # booting, or reclaim the lease of a worker a durability test killed before that test's own reconciler does.
-    # So it practically never reconciles; the tests that need a reconciler start a worker with beat of their own.
-    patient = settings.replace(requeue_after=timedelta(seconds=600), reconcile_interval=timedelta(seconds=600))
-    with worker(patient, concurrency=2, beat=True, name="session") as process:
+    with worker(patient(settings), concurrency=2, beat=True, name="session") as process:
         yield process
+
+
+@pytest.fixture(scope="session")
+def api_base(settings: Settings) -> Iterator[str]:
+    """A real ``hango api`` on the session's settings, shared by the modules that need a server and no settings of
+    their own (each test has tenants of its own): a server costs seconds of a core to start."""
+    from tests.support.processes import api_server
+
+    with api_server(settings) as base:
+        yield base
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from hango.processes import migrate
 from tests.conftest import REDIS_URL, create_database, drop_database
 
 HANGO = [sys.executable, "-m", "hango"]
@@ -31,15 +32,25 @@ def _env(**values: str) -> dict[str, str]:
     return {**env, **values}
 
 
-@pytest.fixture(scope="module")
-def cli_database() -> Iterator[str]:
-    url = create_database("hango_cli")
+@pytest.fixture
+def empty_database() -> Iterator[str]:
+    """A database with no schema yet."""
+    url = create_database("hango_cli_empty")
     yield url
     drop_database(url)
 
 
-def test_db_upgrade_and_downgrade(cli_database: str) -> None:
-    env = _env(HANGO_DATABASE_URL=cli_database)
+@pytest.fixture(scope="module")
+def cli_database() -> Iterator[str]:
+    """A database at the newest schema, migrated in this process (test_db_upgrade_and_downgrade runs the command)."""
+    url = create_database("hango_cli")
+    migrate.upgrade(url)
+    yield url
+    drop_database(url)
+
+
+def test_db_upgrade_and_downgrade(empty_database: str) -> None:
+    env = _env(HANGO_DATABASE_URL=empty_database)
     assert _run(["db", "upgrade"], env).returncode == 0
     assert "0011 (head)" in _run(["db", "current"], env).stdout
     assert _run(["db", "downgrade", "0001"], env).returncode == 0
@@ -51,7 +62,6 @@ def test_db_upgrade_and_downgrade(cli_database: str) -> None:
 
 def test_tenants_create_json_prints_one_object_and_nothing_else(cli_database: str) -> None:
     env = _env(HANGO_DATABASE_URL=cli_database)
-    _run(["db", "upgrade"], env)
     result = _run(["tenants", "create", "acme", "--owner-email", "boss@acme.io", "--json"], env)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
@@ -64,7 +74,6 @@ def test_tenants_create_refuses_bad_input_naming_the_field(
     cli_database: str, name: str, email: str, field: str
 ) -> None:
     env = _env(HANGO_DATABASE_URL=cli_database)
-    _run(["db", "upgrade"], env)
     result = _run(["tenants", "create", name, "--owner-email", email, "--json"], env)
     assert result.returncode != 0
     assert field in result.stderr
@@ -127,7 +136,6 @@ def _wait_until_healthy(base: str, server: subprocess.Popen[str], deadline: floa
 
 def test_the_api_serves_real_http_and_stops_cleanly_on_sigterm(cli_database: str) -> None:
     env = _env(HANGO_DATABASE_URL=cli_database, HANGO_REDIS_URL=REDIS_URL)
-    _run(["db", "upgrade"], env)
     owner = json.loads(_run(["tenants", "create", "web", "--owner-email", "web@acme.io", "--json"], env).stdout)
     port = _free_port()
     server = subprocess.Popen(
@@ -198,13 +206,9 @@ def test_the_worker_logs_to_stderr_only_and_stops_on_sigterm(cli_database: str) 
     assert worker.returncode == 0
 
 
-def test_database_failures_are_one_clear_line() -> None:
-    unmigrated = create_database("hango_cli_empty")
-    try:
-        created = _run(["tenants", "create", "x", "--owner-email", "a@b.io"], _env(HANGO_DATABASE_URL=unmigrated))
-        unreachable = _run(["db", "upgrade"], _env(HANGO_DATABASE_URL="postgresql://postgres@127.0.0.1:1/nothing"))
-    finally:
-        drop_database(unmigrated)
+def test_database_failures_are_one_clear_line(empty_database: str) -> None:
+    created = _run(["tenants", "create", "x", "--owner-email", "a@b.io"], _env(HANGO_DATABASE_URL=empty_database))
+    unreachable = _run(["db", "upgrade"], _env(HANGO_DATABASE_URL="postgresql://postgres@127.0.0.1:1/nothing"))
     for result in (created, unreachable):
         assert result.returncode != 0
         assert "database error" in result.stderr

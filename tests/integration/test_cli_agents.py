@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from flask.testing import FlaskClient
 
 from hango.kernel.config import Settings
 from tests.integration.conftest import Person, TenantFixture
-from tests.support.processes import api_server, remote_cli
+from tests.support.processes import remote_cli
 
 DEFINITION = """\
 name: {name}
@@ -35,10 +34,9 @@ interrupt_on:
 
 
 @pytest.fixture(scope="module")
-def base(settings: Settings) -> Iterator[str]:
-    """One real API server for the module."""
-    with api_server(settings) as url:
-        yield url
+def base(api_base: str) -> str:
+    """The session's API server (tests/integration/conftest.py): each test has tenants of its own."""
+    return api_base
 
 
 @pytest.fixture

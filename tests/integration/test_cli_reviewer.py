@@ -7,7 +7,6 @@ import json
 import re
 import subprocess
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,16 +15,15 @@ from flask.testing import FlaskClient
 from hango.kernel.config import Settings
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, finished, pending, suspended_run, tool_results, write_memory
-from tests.support.processes import HANGO, api_server, remote_cli, settings_env, wait_until
+from tests.support.processes import HANGO, remote_cli, settings_env, wait_until
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 
 
 @pytest.fixture(scope="module")
-def base(settings: Settings) -> Iterator[str]:
-    """One real API server for the module."""
-    with api_server(settings) as url:
-        yield url
+def base(api_base: str) -> str:
+    """The session's API server (tests/integration/conftest.py): each test has tenants of its own."""
+    return api_base
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from hango.client import Client, Event, ProblemError, Run, TransportError
 from hango.kernel.config import Settings
 from tests.integration.conftest import TenantFixture, create_agent, start_run
 from tests.integration.hitl_helpers import MEMORY, suspended_run, write_memory
-from tests.support.processes import ROOT, api_server, free_port, settings_env, wait_until
+from tests.support.processes import ROOT, free_port, settings_env, wait_until
 from tests.support.proxy import cutting_proxy
 from tests.support.receiver import receiving
 
@@ -30,10 +30,9 @@ TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
 @pytest.fixture(scope="module")
-def base(settings: Settings) -> Iterator[str]:
-    """One real API server for the module."""
-    with api_server(settings) as url:
-        yield url
+def base(api_base: str) -> str:
+    """The session's API server (tests/integration/conftest.py): each test has tenants of its own."""
+    return api_base
 
 
 def _agent(hango: Client, script: list[dict[str, Any]]) -> str:

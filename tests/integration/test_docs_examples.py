@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import pytest
 
 from hango.kernel.config import Settings
-from tests.support.processes import ROOT, api_server, settings_env
+from tests.support.processes import ROOT, settings_env
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 
@@ -64,9 +63,9 @@ def test_the_marked_blocks_are_found() -> None:
 
 
 @pytest.fixture(scope="module")
-def base(settings: Settings) -> Iterator[str]:
-    with api_server(settings) as url:
-        yield url
+def base(api_base: str) -> str:
+    """The session's API server (tests/integration/conftest.py): each test has tenants of its own."""
+    return api_base
 
 
 @pytest.mark.parametrize(

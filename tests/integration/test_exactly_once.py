@@ -1,6 +1,6 @@
 """Exactly-once approved execution with real processes: a worker SIGKILLed while an approved call runs.
 
-Each test has a queue of its own, so only the workers it starts take its runs. The doomed worker is killed while
+Each crash test has a queue of its own, so only the workers it starts take its runs. The doomed worker is killed while
 the approved ``slow_count`` (or ``idempotent_slow_count``) sleeps through its first execution; the rescuer, with
 beat, finds the run's lease expired, takes it over and re-drives the batch.
 """
@@ -111,24 +111,21 @@ def test_an_idempotent_approved_call_cut_short_by_a_crash_runs_again_with_the_sa
     assert _executions(client, tenant, run_id) == {"e": "done", "s": "done"}
 
 
-def test_calls_that_never_ran_stay_not_started(
-    own: tuple[Settings, FlaskClient], tenant: TenantFixture, db: Database
-) -> None:
-    settings, client = own
+@pytest.mark.usefixtures("worker_process")
+def test_calls_that_never_ran_stay_not_started(client: FlaskClient, tenant: TenantFixture) -> None:
     key = uuid.uuid4().hex
     calls = [{"id": f"c{i}", "name": "slow_count", "args": {"key": f"{key}{i}", "seconds": 0}} for i in range(3)]
     agent_id = create_agent(
         client, tenant.owner, [{"tool_calls": calls}, {"text": "done"}], tools=TOOLS, interrupt_on={"slow_count": True}
     )
-    with worker(settings, concurrency=1, beat=False, name="plain"):
-        run_id = start_run(client, tenant.owner, agent_id)
-        assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval"})["state"] == "awaiting_approval"
-        decisions = [
-            {"tool_call_id": "c0", "decision": "approve"},
-            {"tool_call_id": "c1", "decision": "reject", "message": "no"},
-            {"tool_call_id": "c2", "decision": "respond", "message": "42"},
-        ]
-        assert decide(client, tenant.owner, run_id, *decisions).status_code == 200
-        assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
+    run_id = start_run(client, tenant.owner, agent_id)
+    assert wait_for_state(client, tenant.owner, run_id, {"awaiting_approval"})["state"] == "awaiting_approval"
+    decisions = [
+        {"tool_call_id": "c0", "decision": "approve"},
+        {"tool_call_id": "c1", "decision": "reject", "message": "no"},
+        {"tool_call_id": "c2", "decision": "respond", "message": "42"},
+    ]
+    assert decide(client, tenant.owner, run_id, *decisions).status_code == 200
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
     assert _executions(client, tenant, run_id) == {"c0": "done", "c1": "not_started", "c2": "not_started"}
     assert [executions(f"{key}{i}") for i in range(3)] == [1, 0, 0]

@@ -15,7 +15,6 @@ from flask.testing import FlaskClient
 from hango.api import create_app
 from hango.kernel.config import Settings
 from hango.platform.db import Database
-from hango.platform.queue import PING_TASK
 from hango.platform.runtime import Runtime
 from tests.integration.conftest import TenantFixture, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, finished, pending
@@ -64,14 +63,11 @@ def api(own_settings: Settings, db: Database) -> FlaskClient:
 @pytest.fixture(scope="module")
 def examples_worker(own_settings: Settings, db: Database) -> Iterator[None]:
     """A real worker on the module's queue, with the examples' tool module."""
-    from tests.support.processes import worker
+    from tests.support.processes import worker, worker_answer
 
     with worker(own_settings, concurrency=1, beat=False, name="examples"):
-        runtime = Runtime.build(own_settings, db=db)
         # Runs start only once the worker consumes: the session worker's reconciler moves runs left queued.
-        reply = f"hango:test:ping:{uuid.uuid4().hex}"
-        runtime.queue._celery.send_task(PING_TASK, args=[reply], queue=own_settings.queue)
-        assert runtime.redis.blpop([reply], timeout=60) is not None, "the worker did not answer"
+        worker_answer(Runtime.build(own_settings, db=db))
         yield
 
 

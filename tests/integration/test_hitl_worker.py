@@ -17,7 +17,7 @@ from hango.platform.queue import STATS_TASK
 from hango.platform.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, write_memory
-from tests.support.processes import wait_until, worker
+from tests.support.processes import wait_until, worker, worker_answer
 
 
 @pytest.fixture
@@ -27,11 +27,7 @@ def own(settings: Settings, db: Database) -> tuple[Settings, FlaskClient, Runtim
 
 
 def _stats(runtime: Runtime) -> dict[str, object]:
-    reply = f"hango:test:stats:{uuid.uuid4().hex}"
-    runtime.queue._celery.send_task(STATS_TASK, args=[reply], queue=runtime.settings.queue)
-    answer = runtime.redis.blpop([reply], timeout=30)
-    assert answer is not None, "the worker did not answer"
-    stats: dict[str, object] = json.loads(answer[1])
+    stats: dict[str, object] = json.loads(worker_answer(runtime, STATS_TASK, timeout=30))
     return stats
 
 

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ from hango.run.expiry import expire_run
 from tests.integration.conftest import LIVE, Person, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, tool_results, write_memory
 from tests.integration.test_threads import new_thread, send
-from tests.support.processes import api_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("worker_process")]
 SCRIPT = [{"text": "Saving.", "tool_calls": [write_memory("new line", call_id="w")]}, {"text": "Done."}]
@@ -35,11 +33,9 @@ MINUS = "\u2212"  # a removed line's marker, in its own column
 
 
 @pytest.fixture(scope="module")
-def server(settings: Settings) -> Iterator[str]:
-    # One server for the module: each test has tenants of its own. Stopped once every page (and its event
-    # stream) is closed, so gunicorn's graceful stop has nothing to wait for.
-    with api_server(settings) as base:
-        yield base
+def server(api_base: str) -> str:
+    """The session's API server (tests/integration/conftest.py): each test has tenants of its own."""
+    return api_base
 
 
 def sign_in(page: Page, server: str, person: Person, path: str = "/inbox") -> None:

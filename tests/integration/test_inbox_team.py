@@ -8,27 +8,22 @@ signed in, where the token is kept, and a diff that reads like one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from flask.testing import FlaskClient
 from playwright.sync_api import Locator, Page, expect
 
-from hango.kernel.config import Settings
 from tests.integration.conftest import LIVE, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, write_memory
 from tests.integration.test_inbox_browser import MINUS, SCRIPT, diff_rows, shot, sign_in
-from tests.support.processes import api_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("worker_process")]
 VOTED = "You have voted on this call: the other reviewers decide the rest."
 
 
 @pytest.fixture(scope="module")
-def server(settings: Settings) -> Iterator[str]:
-    # One server for the module, each test with tenants of its own; stopped once every page is closed.
-    with api_server(settings) as base:
-        yield base
+def server(api_base: str) -> str:
+    """The session's API server (tests/integration/conftest.py): each test has tenants of its own."""
+    return api_base
 
 
 def _card(page: Page, text: str) -> Locator:

@@ -4,13 +4,15 @@ A run suspends with interrupts on; a human decides; the run then resumes on a wo
 decision must be applied (a rejected or answered call never runs, an edited one runs with the human's arguments),
 and a new matching call of the same run runs without waiting for anyone.
 
-Each test has a queue of its own, consumed only by the worker it starts, so the session worker (which shares the
-database but not these settings) never takes its run.
+The module's worker (interrupts off) consumes a queue of the module's own, so the session worker (which shares the
+database but not these settings) never takes its runs; a run is created on a queue nobody consumes and suspended in
+this process, so that the module's worker gets it only once decided.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -51,11 +53,19 @@ def _decision(kind: str, edited_key: str) -> tuple[dict[str, Any], str]:
     return {"decision": kind, "message": message}, message
 
 
+@pytest.fixture(scope="module")
+def own(settings: Settings) -> Iterator[Settings]:
+    """The session's settings (interrupts on) with the module's queue, which a worker with interrupts off consumes."""
+    own = settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}")
+    with worker(own.replace(interrupts_enabled=False), concurrency=1, beat=False, name="interrupts-off"):
+        yield own
+
+
 @pytest.mark.parametrize("kind", ["reject", "respond", "edit"])
 def test_a_run_resumed_with_interrupts_off_applies_its_stored_decisions(
-    client: FlaskClient, tenant: TenantFixture, db: Database, settings: Settings, kind: str
+    client: FlaskClient, tenant: TenantFixture, db: Database, own: Settings, kind: str
 ) -> None:
-    own = settings.replace(queue=f"hango-test-{uuid.uuid4().hex[:10]}")
+    parked = Runtime.build(own.replace(queue=f"parked-{uuid.uuid4().hex[:8]}"), db=db)
     runtime = Runtime.build(own, db=db)
     owner = Principal(tenant.id, tenant.owner.user_id, "owner")
     original, edited, later = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("original", "edited", "later"))
@@ -66,14 +76,13 @@ def test_a_run_resumed_with_interrupts_off_applies_its_stored_decisions(
         {"text": "done"},
     ]
     agent_id = uuid.UUID(create_agent(client, tenant.owner, script, interrupt_on={"count": True}))
-    run = service.create_run(runtime, owner, agent_id, [user_message("go")])
-    # Interrupts on (the session's settings): the call waits for a human, in this process, on this queue.
-    assert execute_run(runtime, run.id) == "suspended"
+    run = service.create_run(parked, owner, agent_id, [user_message("go")])
+    # Interrupts on (the session's settings): the call waits for a human, in this process.
+    assert execute_run(parked, run.id) == "suspended"
     body = {"decisions": [{"tool_call_id": "first", **decision}]}
+    # Decided, the run is queued on the module's queue: the worker with interrupts off resumes it.
     assert approvals.decide(runtime, owner, run.id, read_request(body)).run.state == "queued"
-
-    with worker(own.replace(interrupts_enabled=False), concurrency=1, beat=False, name="interrupts-off"):
-        state = wait_until(lambda: _run_state(db, run.id), timeout=60)
+    state = wait_until(lambda: _run_state(db, run.id), timeout=60)
 
     assert state == "succeeded"
     assert executions(original) == 0  # the model's own call never ran

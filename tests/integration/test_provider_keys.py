@@ -12,11 +12,10 @@ from flask.testing import FlaskClient
 from hango.api import create_app
 from hango.kernel.config import Settings
 from hango.platform.db import Database
-from hango.platform.queue import PING_TASK
 from hango.platform.runtime import Runtime
 from tests.integration.conftest import TenantFixture, messages_of, start_run, wait_for_state
 from tests.integration.hitl_helpers import event_types, tool_results
-from tests.support.processes import logged, worker, worker_log_name
+from tests.support.processes import logged, worker, worker_answer, worker_log_name
 from tests.support.stub_provider import StubProvider
 
 WORKER_NAME = "no-keys"
@@ -41,15 +40,9 @@ def keyless(settings: Settings, db: Database, stub: StubProvider) -> Iterator[tu
         model_retry_attempts=3,
     )
     with worker(own, concurrency=1, beat=False, name=WORKER_NAME):
-        _wait_until_consuming(Runtime.build(own, db=db))
+        # The session worker's reconciler would move a run left queued while this worker boots onto its own queue.
+        worker_answer(Runtime.build(own, db=db))
         yield create_app(own, db=db).test_client(), own
-
-
-def _wait_until_consuming(runtime: Runtime) -> None:
-    # The session worker's reconciler would move a run left queued while this worker boots onto its own queue.
-    reply = f"hango:test:ping:{uuid.uuid4().hex}"
-    runtime.queue._celery.send_task(PING_TASK, args=[reply], queue=runtime.settings.queue)
-    assert runtime.redis.blpop([reply], timeout=60) is not None, "the worker did not answer"
 
 
 @pytest.mark.parametrize(

@@ -13,20 +13,18 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from hango.kernel.config import Settings
 from hango.kernel.models import RunEvent
 from hango.platform.db import Database
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
-from tests.support.processes import api_server
 from tests.support.sse import SseEvent, events_only, stream
 
 pytestmark = pytest.mark.usefixtures("worker_process")
 
 
 @pytest.fixture(scope="module")
-def server(settings: Settings) -> Iterator[str]:
-    with api_server(settings) as base:
-        yield base
+def server(api_base: str) -> str:
+    """The session's API server (tests/integration/conftest.py): each test has tenants of its own."""
+    return api_base
 
 
 def _stored(db: Database, run_id: str) -> list[tuple[int, str, dict[str, Any]]]:

@@ -106,49 +106,68 @@ def _assert_refused(reader: Reader, status: int, kind: str) -> None:
     assert reader.problem["type"] == PROBLEM + kind
 
 
+# Every test but the last streams from these two API processes (each test's streams are its own users'): a server
+# costs a second or more of a core to start.
+CAP = 3  # max_streams_per_user of the two servers
+
+
+@pytest.fixture(scope="module")
+def limited(settings: Settings) -> Settings:
+    """The settings of this module's servers: the test settings with a per-user cap of ``CAP`` streams."""
+    return settings.replace(max_streams_per_user=CAP)
+
+
+@pytest.fixture(scope="module")
+def servers(limited: Settings) -> Iterator[tuple[str, str]]:
+    """Two API processes on ``limited`` settings, sharing the database and Redis."""
+    with api_server(limited) as first, api_server(limited) as second:
+        yield first, second
+
+
+@pytest.fixture(scope="module")
+def server(servers: tuple[str, str]) -> str:
+    """One of the two."""
+    return servers[0]
+
+
 # --- the per-user cap, counted across API processes ---------------------------------------------------------
 
 
 def test_a_user_holds_at_most_the_cap_across_processes_and_closing_one_frees_a_slot(
-    settings: Settings, client: FlaskClient, tenant: TenantFixture, readers: list[Reader]
+    servers: tuple[str, str], client: FlaskClient, tenant: TenantFixture, readers: list[Reader]
 ) -> None:
-    limited = settings.replace(max_streams_per_user=3)
+    first, second = servers
     run_id = _streamable_run(client, tenant, tenant.owner)
-    with api_server(limited) as first, api_server(limited) as second:
-        held = [_open(readers, base, run_id, tenant.owner) for base in (first, second, first)]
-        assert [reader.status for reader in held] == [200, 200, 200]
+    held = [_open(readers, base, run_id, tenant.owner) for base in (first, second, first)]
+    assert [reader.status for reader in held] == [200] * CAP
 
-        _assert_refused(_open(readers, second, run_id, tenant.owner), 429, "too-many-streams")
-        _assert_refused(_open(readers, first, run_id, tenant.owner), 429, "too-many-streams")
-        # The cap is the user's: someone else in the tenant still streams.
-        assert _open(readers, second, run_id, tenant.add("admin")).status == 200
+    _assert_refused(_open(readers, second, run_id, tenant.owner), 429, "too-many-streams")
+    _assert_refused(_open(readers, first, run_id, tenant.owner), 429, "too-many-streams")
+    # The cap is the user's: someone else in the tenant still streams.
+    assert _open(readers, second, run_id, tenant.add("admin")).status == 200
 
-        held[0].hang_up()
-        # The server notices the hang-up at its next keep-alive write and gives the slot back.
-        freed = wait_until(
-            lambda: _open(readers, second, run_id, tenant.owner).status == 200, timeout=SOON, interval=0.2
-        )
-        assert freed
+    held[0].hang_up()
+    # The server notices the hang-up at its next keep-alive write and gives the slot back.
+    freed = wait_until(lambda: _open(readers, second, run_id, tenant.owner).status == 200, timeout=SOON, interval=0.2)
+    assert freed
 
 
 def test_the_slots_of_a_killed_server_lapse_on_their_own(
-    settings: Settings, client: FlaskClient, tenant: TenantFixture, readers: list[Reader]
+    server: str, limited: Settings, client: FlaskClient, tenant: TenantFixture, readers: list[Reader]
 ) -> None:
-    limited = settings.replace(max_streams_per_user=2)
     run_id = _streamable_run(client, tenant, tenant.owner)
-    with api_server(limited) as survivor:
-        doomed, doomed_base = _killable_server(limited)
-        try:
-            # One stream lives on, renewing the user's slots, while the other's server dies.
-            assert _open(readers, survivor, run_id, tenant.owner).status == 200
-            assert _open(readers, doomed_base, run_id, tenant.owner).status == 200
-            _assert_refused(_open(readers, survivor, run_id, tenant.owner), 429, "too-many-streams")
-        finally:
-            stop(doomed, kill=True)  # no clean shutdown: nothing releases the slots
-        admitted = wait_until(
-            lambda: _open(readers, survivor, run_id, tenant.owner).status == 200, timeout=SOON, interval=0.2
-        )
-        assert admitted
+    doomed, doomed_base = _killable_server(limited)
+    try:
+        # One stream lives on, renewing the user's slots, while the others' server dies.
+        assert _open(readers, server, run_id, tenant.owner).status == 200
+        assert [_open(readers, doomed_base, run_id, tenant.owner).status for _ in range(CAP - 1)] == [200] * (CAP - 1)
+        _assert_refused(_open(readers, server, run_id, tenant.owner), 429, "too-many-streams")
+    finally:
+        stop(doomed, kill=True)  # no clean shutdown: nothing releases the slots
+    admitted = wait_until(
+        lambda: _open(readers, server, run_id, tenant.owner).status == 200, timeout=SOON, interval=0.2
+    )
+    assert admitted
 
 
 def _killable_server(settings: Settings) -> tuple[Any, str]:
@@ -177,12 +196,6 @@ def _answers(base: str) -> bool:
 
 
 # --- re-authorisation at every keep-alive -------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def server(settings: Settings) -> Iterator[str]:
-    with api_server(settings) as base:
-        yield base
 
 
 def _new_token(client: FlaskClient, tenant: TenantFixture, person: Person) -> tuple[str, str]:

@@ -12,11 +12,10 @@ from flask.testing import FlaskClient
 from hango.api import create_app
 from hango.kernel.config import Settings
 from hango.platform.db import Database
-from hango.platform.queue import PING_TASK
 from hango.platform.runtime import Runtime
 from tests.integration.conftest import TenantFixture, create_agent, messages_of, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, finished, pending, tool_results, write_memory
-from tests.support.processes import worker
+from tests.support.processes import worker, worker_answer
 from tests.support.stub_provider import StubProvider, anthropic_message, anthropic_text, anthropic_tool_use
 from tests.support.tools import executions
 
@@ -34,16 +33,10 @@ def claude_client(settings: Settings, db: Database, stub: StubProvider) -> Itera
         queue=f"hango-test-{uuid.uuid4().hex[:10]}", anthropic_base_url=stub.anthropic_url, anthropic_api_key="k"
     )
     with worker(own, concurrency=1, beat=False, name="tool-call-ids"):
-        _wait_until_consuming(Runtime.build(own, db=db))
+        # A run left queued while this worker boots would be re-enqueued by the session worker's reconciler onto
+        # the session queue, whose worker has no stub provider configured: start runs once this worker answers.
+        worker_answer(Runtime.build(own, db=db))
         yield create_app(own, db=db).test_client()
-
-
-def _wait_until_consuming(runtime: Runtime) -> None:
-    # A run left queued while this worker boots would be re-enqueued by the session worker's reconciler onto the
-    # session queue, whose worker has no stub provider configured: start the run only once this worker answers.
-    reply = f"hango:test:ping:{uuid.uuid4().hex}"
-    runtime.queue._celery.send_task(PING_TASK, args=[reply], queue=runtime.settings.queue)
-    assert runtime.redis.blpop([reply], timeout=60) is not None, "the worker did not answer"
 
 
 def _tool_use_ids(messages: list[dict[str, Any]]) -> list[str]:

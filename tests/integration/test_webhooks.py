@@ -28,13 +28,22 @@ from hango.run import transitions
 from hango.services.webhooks import delivery
 from hango.services.webhooks.signing import verify
 from hango.store.runs import lock_run
-from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
+from tests.integration.conftest import Person, TenantFixture, create_agent, patient, start_run, wait_for_state
 from tests.integration.hitl_helpers import decide, finished, pending, suspended_run, write_memory
 from tests.support.processes import log_path, wait_until, worker, worker_log_name
 from tests.support.receiver import Received, Receiver, receiving
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("worker_process")]
 SCRIPT = [{"tool_calls": [write_memory(call_id="w")]}, {"text": "Done."}]
+
+
+@pytest.fixture(scope="module")
+def worker_process(settings: Settings) -> Iterator[Any]:
+    """The session's worker for this module's tests, its beat sweeping deliveries at the test settings' half second
+    (the session's sweeps at the product's five): retries and lost enqueues are sent by the sweep."""
+    sweeping = patient(settings).replace(webhook_sweep_interval=settings.webhook_sweep_interval)
+    with worker(sweeping, concurrency=2, beat=True, name="webhooks") as process:
+        yield process
 
 
 def create_webhook(client: FlaskClient, person: Person, url: str, events: list[str]) -> dict[str, Any]:
@@ -555,8 +564,8 @@ def test_the_sweep_forgets_finished_deliveries_past_their_retention_and_keeps_th
                 )
             )
     kept = settings.replace(webhook_deliveries_retention=timedelta(days=30))
-    # The session worker's beat sweeps with the same 30-day default and may prune them first: the rows left are
-    # the property, whichever sweep got there.
+    # The module worker's beat sweeps with the same 30-day default and may prune them first: the rows left are the
+    # property, whichever sweep got there.
     assert delivery.sweep(Runtime.build(kept, db=db)).pruned <= 2
     left = {item["id"] for item in deliveries(client, tenant.owner, created["id"])}
     assert left == {str(rows["old pending"]), str(rows["recent delivered"])}

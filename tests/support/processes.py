@@ -14,13 +14,18 @@ import sys
 import tempfile
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hango.kernel.config import Settings
+from hango.platform.queue import PING_TASK
+
+if TYPE_CHECKING:
+    from hango.platform.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 HANGO = [sys.executable, "-m", "hango"]
@@ -99,6 +104,23 @@ def worker(
         stop(process)
 
 
+def worker_answer(runtime: Runtime, task: str = PING_TASK, *, timeout: float = 60) -> bytes:
+    """Send ``task`` (``hango.ping`` or ``hango.worker_stats``) to the runtime's queue and return what the worker that
+    takes it pushes to the task's reply key: once a worker answers a ping, it consumes that queue.
+
+    The wait is a series of short ``BLPOP``s: the runtime's Redis client gives up reading after 5 s (its socket
+    timeout), so one long ``BLPOP`` would fail while a worker is still starting on a loaded machine.
+    """
+    reply = f"hango:test:reply:{uuid.uuid4().hex}"
+    runtime.queue._celery.send_task(task, args=[reply], queue=runtime.settings.queue)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = runtime.redis.blpop([reply], timeout=2)
+        if answer is not None:
+            return bytes(answer[1])
+    raise AssertionError(f"no worker answered {task} on {runtime.settings.queue} within {timeout:.0f}s")
+
+
 # The ports a test process hands out. Under pytest-xdist each process (gw0, gw1, ...) takes them from a range of
 # its own, below the kernel's ephemeral range, so two processes never pick the same free port at once; alone, a
 # process asks the kernel for any free one.
@@ -136,6 +158,12 @@ def api_server(settings: Settings, *, workers: int = 1, connections: int = 32) -
         yield base
 
 
+# How long a test's API server has to stop on SIGTERM before it is killed. gunicorn waits up to its graceful timeout
+# (10 s) for requests in flight, and an event stream the test left open is one until the client goes: its wait is
+# no part of what these tests check (tests/integration/test_cli.py checks a clean stop with a server of its own).
+API_STOP_GRACE = 3.0
+
+
 @contextmanager
 def api_process(
     settings: Settings, *, workers: int = 1, connections: int = 32
@@ -150,7 +178,7 @@ def api_process(
         assert process.poll() is None, "the API server exited at start"
         yield base, process
     finally:
-        stop(process)
+        stop(process, timeout=API_STOP_GRACE)
 
 
 def _healthy(base: str) -> bool:
