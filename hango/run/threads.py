@@ -53,10 +53,13 @@ def begin(work: Work, run: Run, window: int | None) -> ThreadHistory:
     if run.first_seq is not None:  # a resumed run: its input is stored already
         return ThreadHistory(earlier.messages, earlier.turns)
     first = start.last_seq + 1
-    repairs = _repairs(earlier)
+    # A call left unanswered in what a fork shares belongs to a run of another thread: the fork's run answers it.
+    repairs = [(owner if seq > start.base_seq else run.id, message) for owner, seq, message in _repairs(earlier)]
     inputs = [Message(role=item["role"], content=list(item["content"])) for item in run.input or []]
     written = len(repairs) + len(inputs)
-    counters = _started(session, run, first + len(repairs), first + written - 1, written)
+    # The run's own messages start at its input, or at a repair it owns (a fork's): what a resume reads as its own.
+    theirs = sum(1 for owner, _ in repairs if owner != run.id)
+    counters = _started(session, run, first + theirs, first + written - 1, written)
     rows = [
         *(
             insert_messages(session, _owner(run, owner), [message], None, first + index, run.thread_id)[0]
@@ -66,13 +69,12 @@ def begin(work: Work, run: Run, window: int | None) -> ThreadHistory:
     ]
     work.numbered(counters, [("message.created", message_json(row)) for row in rows])
     stored = [to_message(row) for row in rows]
-    repaired = stored[: len(repairs)]
-    return ThreadHistory([*earlier.messages, *repaired], earlier.turns, own=stored[len(repairs) :])
+    return ThreadHistory([*earlier.messages, *stored[:theirs]], earlier.turns, own=stored[theirs:])
 
 
-def _repairs(earlier: thread_store.Earlier) -> list[tuple[uuid.UUID, Message]]:
+def _repairs(earlier: thread_store.Earlier) -> list[tuple[uuid.UUID, int, Message]]:
     """The answers to the calls the conversation's last assistant message left unanswered (its run was cancelled
-    or failed), each with the run that message belongs to."""
+    or failed), each with the run that message belongs to and its number."""
     answered: set[str] = set()
     for index in range(len(earlier.messages) - 1, -1, -1):
         message = earlier.messages[index]
@@ -81,7 +83,7 @@ def _repairs(earlier: thread_store.Earlier) -> list[tuple[uuid.UUID, Message]]:
             if not dangling:
                 return []
             content = [ToolResult(call_id, INTERRUPTED, is_error=True).block() for call_id in dangling]
-            return [(earlier.run_ids[index], Message(role="tool", content=content))]
+            return [(earlier.run_ids[index], message.seq or 0, Message(role="tool", content=content))]
         answered |= message.tool_result_ids
     return []
 

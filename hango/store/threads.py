@@ -287,6 +287,7 @@ class Start:
 
     last_seq: int
     earlier: Earlier
+    base_seq: int = 0
 
 
 def _start_statement() -> Any:
@@ -323,7 +324,8 @@ def start_of(session: Session, thread_id: uuid.UUID, before: int | None, most: i
     last_seq = base_seq if seq is None else int(seq)
     if base_seq:  # a fork: its conversation spans its ancestors
         thread = session.get_one(Thread, thread_id)
-        return Start(last_seq, earlier_conversation(session, Lineage.of(session, thread), before, most))
+        lineage = Lineage.of(session, thread)
+        return Start(last_seq, earlier_conversation(session, lineage, before, most), base_seq)
     found = [row[3:] for row in rows if row[3] is not None]
     messages = [Message(role=role, content=list(content), seq=number) for number, role, content, _ in found]
     turns = sum(1 for message in messages if message.role == "assistant")

@@ -164,3 +164,26 @@ def test_lists_filter_by_agent_metadata_and_status_and_a_member_sees_their_own(
     unknown = client.get("/v1/threads?stauts=idle", headers=owner.headers)
     assert unknown.status_code == 400
     assert unknown.json["errors"][0]["field"] == "stauts"
+
+
+def test_a_call_left_unanswered_before_a_fork_is_answered_in_each_thread_by_its_own_run(
+    client: FlaskClient, tenant: TenantFixture
+) -> None:
+    owner = tenant.owner
+    memory = {"name": "write_file", "args": {"file_path": "/memories/x.md", "content": "x"}}
+    agent_id = create_agent(client, owner, [{"tool_calls": [memory]}, {"text": "next"}, {"text": "again"}])
+    thread = new_thread(client, owner, agent_id)
+    paused = send(client, owner, thread["id"], "remember")
+    wait_for_state(client, owner, paused["id"], {"awaiting_approval"})
+    assert client.post(f"/v1/runs/{paused['id']}/cancel", headers=owner.headers).status_code == 200
+    fork = client.post(f"/v1/threads/{thread['id']}/fork", json={}, headers=owner.headers).json
+
+    # Both go on from the same unanswered call: each answers it with a message of a run of its own thread.
+    on_fork = send(client, owner, fork["id"], "on the fork")
+    on_parent = send(client, owner, thread["id"], "on the parent")
+    assert wait_for_state(client, owner, on_fork["id"], {"succeeded", "failed"})["state"] == "succeeded"
+    assert wait_for_state(client, owner, on_parent["id"], {"succeeded", "failed"})["state"] == "succeeded"
+    for thread_id, answering in ((fork["id"], on_fork["id"]), (thread["id"], paused["id"])):
+        [repair] = [message for message in conversation(client, owner, thread_id) if message["role"] == "tool"]
+        assert repair["run_id"] == answering
+        assert repair["content"][0]["is_error"]
