@@ -252,7 +252,7 @@ def list_thread_messages(args: dict[str, Any], thread_id: uuid.UUID) -> Any:
 
 @blp.route("/threads/<uuid:thread_id>/fork", methods=["POST"])
 @blp.problems(404, 409)
-@blp.arguments(ForkCreate, example=examples.THREAD_FORK)
+@blp.arguments(ForkCreate, required=False, example=examples.THREAD_FORK)
 @blp.response(201, ThreadSchema, example=examples.THREAD)
 @audited("thread.fork", "thread", target_arg="thread_id")
 def fork_thread(body: dict[str, Any], thread_id: uuid.UUID) -> ThreadView:

@@ -12,8 +12,9 @@
 # anything or touching a file, the script takes the data folder's lock (standalone.lock, which the running
 # `hango standalone` and its processes hold): when a hango already serves the folder it prints where, in one line,
 # and leaves it alone; a port another program listens on gets one line too. .venv is installed again only when
-# setup.cfg or pyproject.toml changed since its last install (their hash is kept in .venv/.hango-quickstart-install;
-# tests/run.sh's stamp of the dev extra, which holds the standalone one, counts as well).
+# setup.cfg, pyproject.toml or deploy/constraints.txt (the pinned versions) changed since its last install (their
+# hash is kept in .venv/.hango-quickstart-install; tests/run.sh's stamp of the dev extra, which holds the standalone
+# one, counts as well).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -95,22 +96,22 @@ check port
 
 # 2. .venv.
 setup_hash() {
-  cat setup.cfg pyproject.toml | python3 -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())'
+  cat setup.cfg pyproject.toml deploy/constraints.txt | python3 -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())'
 }
 install() {
   python3 -m venv "$venv"
   # uv installs the same requirements as pip in seconds instead of a minute or more; pip itself when uv cannot.
   if "$venv/bin/python" -m pip install --quiet uv \
-    && "$venv/bin/python" -m uv pip install --quiet --python "$venv/bin/python" -e '.[standalone]'; then
+    && "$venv/bin/python" -m uv pip install --quiet --python "$venv/bin/python" -c deploy/constraints.txt -e '.[standalone]'; then
     return 0
   fi
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet -e '.[standalone]'
+  "$venv/bin/python" -m pip install --quiet -c deploy/constraints.txt -e '.[standalone]'
 }
 want=$(setup_hash)
 if [ -x "$venv/bin/hango" ] && { [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] \
   || [ "$(cat "$venv/.hango-dev-install" 2>/dev/null)" = "$want" ]; }; then
-  echo "hango quickstart: .venv is up to date with setup.cfg and pyproject.toml; not installing"
+  echo "hango quickstart: .venv is up to date with setup.cfg, pyproject.toml and deploy/constraints.txt; not installing"
 else
   echo "hango quickstart: installing into .venv (output in $logs/install.log)"
   (umask 077 && : > "$logs/install.log")  # the log alone: what pip installs keeps the usual modes

@@ -3,10 +3,11 @@
 # with lint, type-check and the import layers beside it. Arguments go to pytest (`bash tests/run.sh -q -k foo`).
 #
 # Set-up, each step skipped when already done, so that a second run starts at once:
-#   1. .venv with `pip install -e '.[dev]'` (through uv, which pip installs first, or else pip itself): created when
-#      missing; installed again when a requirement of hango or of its dev extra is missing (a `.venv` from
-#      deploy/quickstart.sh has only `.[standalone]`) or when setup.cfg or pyproject.toml changed since the last
-#      install (their hash is kept in .venv/.hango-dev-install).
+#   1. .venv with `pip install -c deploy/constraints.txt -e '.[dev]'` (through uv, which pip installs first, or else
+#      pip itself; the constraints pin the versions main is tested with): created when missing; installed again when
+#      a requirement of hango or of its dev extra is missing (a `.venv` from deploy/quickstart.sh has only
+#      `.[standalone]`) or when setup.cfg, pyproject.toml or the constraints changed since the last install (their
+#      hash is kept in .venv/.hango-dev-install).
 #   2. Programs the tests need beyond Python packages: promtool (the alerting rules' tests), taken from PATH or
 #      .venv/bin, else extracted into .venv/bin from Debian's prometheus package (`apt-get download`, so nothing is
 #      installed system-wide and no Prometheus server gets started) and kept in ~/.cache/hango for other clones; Debian's chromium (the inbox's browser tests),
@@ -26,7 +27,7 @@ stamp=$venv/.hango-dev-install
 
 # 1. Python packages.
 setup_hash() {
-  cat setup.cfg pyproject.toml | "$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())'
+  cat setup.cfg pyproject.toml deploy/constraints.txt | "$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())'
 }
 
 # Prints what .venv lacks for `.[dev]` of this checkout; nothing when all is there.
@@ -85,13 +86,13 @@ if [ -n "$missing" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   if [ -n "$missing" ]; then
     echo "installing hango and its dev extra into $venv; missing: $missing" >&2
   elif [ -f "$stamp" ]; then
-    echo "installing hango and its dev extra into $venv: setup.cfg or pyproject.toml changed since the last install" >&2
+    echo "installing hango and its dev extra into $venv: setup.cfg, pyproject.toml or deploy/constraints.txt changed since the last install" >&2
   else
     echo "installing hango and its dev extra into $venv: no install by tests/run.sh recorded there yet" >&2
   fi
   # uv installs the same requirements as pip in a few seconds instead of most of a minute; pip when uv cannot.
-  if ! { "$python" -m pip install --quiet uv >/dev/null 2>&1 && "$python" -m uv pip install --quiet --python "$python" -e '.[dev]'; }; then
-    "$python" -m pip install --quiet -e '.[dev]'
+  if ! { "$python" -m pip install --quiet uv >/dev/null 2>&1 && "$python" -m uv pip install --quiet --python "$python" -c deploy/constraints.txt -e '.[dev]'; }; then
+    "$python" -m pip install --quiet -c deploy/constraints.txt -e '.[dev]'
   fi
   echo "$want" > "$stamp"
 fi

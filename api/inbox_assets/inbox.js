@@ -530,8 +530,9 @@
     const history = element("details", {}, element("summary", { text: "The run's last messages" }));
     article.append(preview, history);
     if (item.state === "pending") {
-      article.append(actions(item));
-      if (PREVIEWED.includes(item.tool_name)) showPreview(item, preview);
+      const box = actions(item);
+      article.append(box);
+      if (PREVIEWED.includes(item.tool_name)) holdUntil(box, showPreview(item, preview));
     } else {
       article.append(element("p", { text: decidedText(item) }));
       if (item.decision === "edit" && item.decision_args) {
@@ -865,6 +866,21 @@
     }
     box.append(form, problem);
     return box;
+  }
+
+  // A call whose change is previewed is decided once its reviewer can see the change: its buttons wait for the
+  // preview, whatever it answers. No decision leaves a card still filling in, and no click is lost as the card grows
+  // under the pointer.
+  function holdUntil(box, shown) {
+    const held = [...box.querySelectorAll(":scope > button:not([disabled])")];
+    if (!held.length) return;
+    const note = element("p", { class: "reason", "data-field": "loading", text: "Loading the change…" });
+    for (const button of held) button.disabled = true;
+    held[held.length - 1].after(note);
+    shown.finally(() => {
+      for (const button of held) button.disabled = false;
+      note.remove();
+    });
   }
 
   // "Remember" turns an approve into a standing approval of exactly this call (the same tool, agent and

@@ -188,7 +188,7 @@ class Fanout:
 
     def _messages(self) -> Iterator[None]:
         """Subscribe, then deliver messages until the connection fails."""
-        pubsub = self._client.pubsub()  # type: ignore[no-untyped-call]
+        pubsub = self._client.pubsub()
         try:
             pubsub.psubscribe(*PATTERNS)
             confirmed = 0

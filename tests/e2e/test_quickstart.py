@@ -90,8 +90,9 @@ def decoy() -> Iterator[subprocess.Popen[bytes]]:
 
 
 def _venv_is_recorded_up_to_date() -> bool:
-    """Whether tests/run.sh recorded .venv as installed from this setup.cfg and pyproject.toml."""
-    digest = hashlib.sha256((ROOT / "setup.cfg").read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    """Whether tests/run.sh recorded .venv as installed from this setup.cfg, pyproject.toml and constraints."""
+    sources = ("setup.cfg", "pyproject.toml", "deploy/constraints.txt")
+    digest = hashlib.sha256(b"".join((ROOT / name).read_bytes() for name in sources)).hexdigest()
     stamp = ROOT / ".venv" / ".hango-dev-install"
     return stamp.exists() and stamp.read_text().strip() == digest
 
@@ -181,7 +182,10 @@ def test_the_quickstart_serves_the_tour_and_leaves_a_running_hango_alone(
         output = log.read_text()
         assert first.poll() is None, output
         lines = output.splitlines()
-        assert lines[0] == "hango quickstart: .venv is up to date with setup.cfg and pyproject.toml; not installing"
+        assert lines[0] == (
+            "hango quickstart: .venv is up to date with setup.cfg, pyproject.toml and deploy/constraints.txt; "
+            "not installing"
+        )
         assert lines[1] == (
             f"hango standalone: API at {base}, data in {data} (reviewers' inbox {base}/inbox, API docs {base}/docs, "
             f"logs in {data}/logs/, URLs in {data}/standalone.json)"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from flask.testing import FlaskClient
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from tests.integration.conftest import LIVE, TenantFixture, create_agent, start_run, wait_for_state
 from tests.integration.hitl_helpers import MEMORY, decide, pending, suspended_run, write_memory
@@ -105,6 +105,30 @@ def test_a_quorum_card_shows_ones_own_vote_and_offers_no_second(
     expect(_card(page, "write_file").locator('[data-field="votes"]')).to_have_text("You approved — 1 of 2")
     expect(_card(page, "write_file").get_by_role("button", name="Approve")).to_be_disabled()
     assert [item["state"] for item in pending(client, tenant.owner, run_id)] == ["pending"]
+
+
+def test_a_cards_buttons_wait_until_its_change_is_shown(
+    page: Page, server: str, client: FlaskClient, tenant: TenantFixture
+) -> None:
+    held: list[Route] = []
+    # The preview's answer is kept back until released.
+    page.route("**/v1/approvals/*/preview", lambda route: held.append(route))
+    run_id = suspended_run(client, tenant, SCRIPT)
+    sign_in(page, server, tenant.owner)
+    card = _card(page, "write_file")
+    approve = card.get_by_role("button", name="Approve")
+    expect(card.locator('[data-field="loading"]')).to_have_text("Loading the change…")
+    expect(approve).to_be_disabled()
+    expect(card.get_by_role("button", name="Reject")).to_be_disabled()
+    assert held, "the card asked for its preview"
+    for route in held:
+        route.continue_()
+    page.unroute("**/v1/approvals/*/preview")
+    expect(card.get_by_role("heading", name="Change to /memories/AGENTS.md")).to_be_visible()
+    expect(card.locator('[data-field="loading"]')).to_have_count(0)
+    approve.click()
+    expect(page.get_by_role("status")).to_contain_text("Approved — the run resumes")
+    assert wait_for_state(client, tenant.owner, run_id, {"succeeded", "failed"})["state"] == "succeeded"
 
 
 def test_a_decided_approval_shows_when_it_was_decided_and_the_diff_its_reviewer_saw(
