@@ -260,6 +260,8 @@ class Run(Base):
     thread_position: Mapped[int | None] = mapped_column(Integer, nullable=True)
     first_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     input: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB(none_as_null=True), nullable=True)
+    # Another run was added to the thread while this one was active (migration 0013): its end starts the next.
+    followed: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
     agent_snapshot: Mapped[dict[str, Any]] = mapped_column(nullable=False)
     created_by: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), nullable=False)
     state: Mapped[RunState] = mapped_column(Text, nullable=False, server_default="queued")

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, null, update
+from sqlalchemy import bindparam, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -48,18 +48,20 @@ def begin(work: Work, run: Run, window: int | None) -> ThreadHistory:
     before left unanswered and store the run's input after them (numbered thread-wide, with their events)."""
     session = work.session
     assert run.thread_id is not None
-    start = thread_store.start_of(session, run.thread_id, run.first_seq, window)
-    earlier = start.earlier
     if run.first_seq is not None:  # a resumed run: its input is stored already
+        earlier = thread_store.start_of(session, run.thread_id, run.first_seq, window).earlier
         return ThreadHistory(earlier.messages, earlier.turns)
+    inputs = [Message(role=item["role"], content=list(item["content"])) for item in run.input or []]
+    start = thread_store.start_of(session, run.thread_id, None, window, thread_store.Starting(run.id, len(inputs)))
+    earlier = start.earlier
     first = start.last_seq + 1
     # A call left unanswered in what a fork shares belongs to a run of another thread: the fork's run answers it.
     repairs = [(owner if seq > start.base_seq else run.id, message) for owner, seq, message in _repairs(earlier)]
-    inputs = [Message(role=item["role"], content=list(item["content"])) for item in run.input or []]
     written = len(repairs) + len(inputs)
     # The run's own messages start at its input, or at a repair it owns (a fork's): what a resume reads as its own.
     theirs = sum(1 for owner, _ in repairs if owner != run.id)
-    counters = _started(session, run, first + theirs, first + written - 1, written)
+    assert start.event_seq is not None
+    counters = _started(session, run, (first + theirs, first + written - 1, start.event_seq), len(repairs))
     rows = [
         *(
             insert_messages(session, _owner(run, owner), [message], None, first + index, run.thread_id)[0]
@@ -93,37 +95,40 @@ def _owner(run: Run, run_id: uuid.UUID) -> RunCounters:
     return RunCounters(run_id, run.tenant_id, 0, 0, run.created_by, run.thread_id)
 
 
-# Built once: every thread run's first claim writes it.
+# Built once: a thread run's first claim writes it when the start also answers calls left unanswered.
 _STARTED = (
     update(Run)
     .where(Run.id == bindparam("run_id"))
     .values(
         first_seq=bindparam("first_seq"),
         message_seq=bindparam("last"),
-        input=null(),
         event_seq=Run.event_seq + bindparam("events"),
     )
-    .returning(Run.id, Run.tenant_id, Run.message_seq, Run.event_seq, Run.created_by, Run.thread_id)
 )
 
 
-def _started(session: Session, run: Run, first_own: int, last: int, events: int) -> RunCounters:
-    """Mark the claimed run started at ``first_own`` with its messages numbered up to ``last``, taking ``events``
-    event numbers (its row is locked by the claim)."""
-    parameters = {"run_id": run.id, "first_seq": first_own, "last": last, "events": events}
-    row = session.execute(_STARTED, parameters, execution_options={"synchronize_session": False}).one()
+def _started(session: Session, run: Run, numbers: tuple[int, int, int], repairs: int) -> RunCounters:
+    """The claimed run as started (its row locked by the claim): its own messages from ``first_own``, numbered up
+    to ``last``, its event numbers up to ``event_seq`` as :func:`hango.store.threads.start_of` left them for its
+    input, and ``repairs`` more for the answers to calls left unanswered, which also move its numbers on."""
+    first_own, last, event_seq = numbers
+    if repairs:
+        parameters = {"run_id": run.id, "first_seq": first_own, "last": last, "events": repairs}
+        session.execute(_STARTED, parameters, execution_options={"synchronize_session": False})
+        event_seq += repairs
     # What the row now holds, without marking the loaded run changed (a flush would write it again).
-    for name, value in (("first_seq", first_own), ("message_seq", last), ("event_seq", row.event_seq)):
+    for name, value in (("first_seq", first_own), ("message_seq", last), ("event_seq", event_seq)):
         set_committed_value(run, name, value)
     set_committed_value(run, "input", None)
-    return RunCounters(*row)
+    return RunCounters(run.id, run.tenant_id, last, event_seq, run.created_by, run.thread_id)
 
 
-def after_ended(work: Work, thread_id: uuid.UUID | None) -> None:
+def after_ended(work: Work, run: Run | RunCounters) -> None:
     """Once a run of a thread has ended: enqueue the thread's next run, after commit (its oldest active one, when
-    it is queued; a run still waiting for approval keeps the others waiting)."""
-    if thread_id is None:
+    it is queued; a run still waiting for approval keeps the others waiting). Only a run that another run was added
+    after while it was active (``followed``) looks: for any other, there is none."""
+    if run.thread_id is None or not run.followed:
         return
-    following = thread_store.next_to_start(work.session, thread_id)
+    following = thread_store.next_to_start(work.session, run.thread_id)
     if following is not None:
         work.enqueue_after_commit(following)

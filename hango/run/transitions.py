@@ -394,7 +394,7 @@ def _move(
     if run is not None:
         work.numbered(run, events)
         if values.get("state") in TERMINAL_RUN_STATES:
-            threads.after_ended(work, run.thread_id)
+            threads.after_ended(work, run)
     return run
 
 
@@ -410,5 +410,5 @@ def _held(
         raise RunStopped(f"run {lease.run_id} is no longer running under this worker")
     work.numbered(run, [*(carried.insert(work, run) if carried is not None else []), *events])
     if values.get("state") in TERMINAL_RUN_STATES:
-        threads.after_ended(work, run.thread_id)
+        threads.after_ended(work, run)
     return run

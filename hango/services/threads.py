@@ -195,12 +195,12 @@ def create_run(
             raise InvalidInput.field(
                 "agent_id", f"thread {thread_id} belongs to agent {thread.agent_id}, not {agent_id}"
             )
-        # Locked until commit: a run ending meanwhile waits, then sees the new run and enqueues it.
-        active = store.active_runs(session, thread.id, lock=True)
+        # Locked until commit, and followed: a run ending meanwhile waits, then sees the new run and enqueues it.
+        active = store.follow_active(session, thread.id)
         if active and strategy == "reject":
             raise ThreadBusy(thread.id, active[0].id)
         if strategy == "interrupt":
-            for run in active:
+            for run in store.runs_by_id(session, [run.id for run in active]):
                 transitions.cancel(work, run)
             active = []
         position, stored = thread.run_seq, input_json(messages)  # the input is stored as messages when it starts

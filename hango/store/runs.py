@@ -102,7 +102,7 @@ class Sql:
 
 class RunCounters(NamedTuple):
     """What a worker's fenced write needs back: where the run's message and event numbers now end, whose run it
-    is (who may see its approvals) and its thread."""
+    is (who may see its approvals), its thread, and whether its end starts the thread's next run."""
 
     id: uuid.UUID
     tenant_id: uuid.UUID
@@ -110,9 +110,10 @@ class RunCounters(NamedTuple):
     event_seq: int
     created_by: uuid.UUID
     thread_id: uuid.UUID | None = None
+    followed: bool = False  # another run of its thread was added while it was active
 
 
-_COUNTERS = (Run.id, Run.tenant_id, Run.message_seq, Run.event_seq, Run.created_by, Run.thread_id)
+_COUNTERS = (Run.id, Run.tenant_id, Run.message_seq, Run.event_seq, Run.created_by, Run.thread_id, Run.followed)
 _OPTIONS = {"synchronize_session": False, "populate_existing": True}
 
 

@@ -25,6 +25,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    null,
     or_,
     select,
     update,
@@ -91,15 +92,44 @@ def take_position(session: Session, principal: Principal, thread_id: uuid.UUID) 
     return row[0], row[1]
 
 
-def active_runs(session: Session, thread_id: uuid.UUID, *, lock: bool = False) -> list[Run]:
-    """The thread's queued, running and waiting runs, oldest first; ``lock`` holds them until commit (a run's end
-    then waits for the caller, and sees what it adds)."""
+class Active(NamedTuple):
+    """An active run of a thread: its id and place."""
+
+    id: uuid.UUID
+    thread_position: int
+
+
+def follow_active(session: Session, thread_id: uuid.UUID) -> list[Active]:
+    """Mark the thread's active runs ``followed`` (a run is about to be added after them), oldest first.
+
+    The ``UPDATE`` locks them until commit as ``FOR NO KEY UPDATE`` would: it waits for (and holds off) a run's
+    transition, not the inserts that merely reference the run (a message, an event), which take a key-share lock.
+    A run that ends meanwhile either ends first, and is then not among them (its state is checked again once its
+    lock is taken), or waits, and then finds itself followed: its end looks for the next run to start
+    (:func:`hango.run.threads.after_ended`). A run nobody followed ends without that look.
+    """
+    statement = (
+        update(Run)
+        .where(Run.thread_id == thread_id, Run.state.in_(ACTIVE_RUN_STATES))
+        .values(followed=True)
+        .returning(Run.id, Run.thread_position)
+    )
+    rows = session.execute(statement, execution_options={"synchronize_session": False})
+    return sorted((Active(run_id, position or 0) for run_id, position in rows), key=lambda run: run.thread_position)
+
+
+def runs_by_id(session: Session, run_ids: Sequence[uuid.UUID]) -> list[Run]:
+    """These runs, oldest of their thread first."""
+    statement = select(Run).where(Run.id.in_(run_ids)).order_by(Run.thread_position)
+    return list(session.scalars(statement))
+
+
+def active_runs(session: Session, thread_id: uuid.UUID) -> list[Run]:
+    """The thread's queued, running and waiting runs, oldest first."""
     statement = (
         select(Run).where(Run.thread_id == thread_id, Run.state.in_(ACTIVE_RUN_STATES)).order_by(Run.thread_position)
     )
-    # FOR NO KEY UPDATE: it waits for (and holds off) a run's transition, not the inserts that merely reference
-    # the run (a message, an event), which take a key-share lock.
-    return list(session.scalars(statement.with_for_update(key_share=True) if lock else statement))
+    return list(session.scalars(statement))
 
 
 class Queued(NamedTuple):
@@ -283,17 +313,26 @@ def earlier_conversation(session: Session, lineage: Lineage, before: int | None,
 @dataclass(frozen=True)
 class Start:
     """What a thread run's claim reads of its thread: the number of its last stored message (its inner ones
-    included; before any, where its own numbers start), and the conversation before the run."""
+    included; before any, where its own numbers start), and the conversation before the run. At the run's first
+    claim, also where its event numbers end once :func:`start_of` took those of its input."""
 
     last_seq: int
     earlier: Earlier
     base_seq: int = 0
+    event_seq: int | None = None
 
 
-def _start_statement() -> Any:
-    """The claim's read of a thread that is not a fork, built once: the thread's tenant and ``base_seq``, its last
-    number, and its last ``most`` conversation messages before ``before`` (a lateral join; ``most`` null: all)."""
-    thread_id = bindparam("thread_id", type_=Thread.id.type)
+def _start_statement(*, first: bool) -> Any:
+    """The claim's read of a thread, built once: the thread's tenant and ``base_seq``, its last number, and its
+    last ``most`` conversation messages before ``before`` (a lateral join; ``most`` null: all).
+
+    ``first``: the run's first claim, which also marks the run started in the same statement (a data-modifying
+    ``WITH``; the claim holds the run's row): its own messages are numbered from the thread's last number on, its
+    ``inputs`` messages take as many numbers and event numbers, and its kept input is cleared. A run whose start
+    also answers calls left unanswered (rare) has its numbers moved on by :func:`hango.run.threads.begin`.
+    """
+    # Not named after a column of runs: an UPDATE sets every column its parameters name.
+    thread_id = bindparam("thread", type_=Thread.id.type)
     last = select(func.max(MessageRow.seq)).where(MessageRow.thread_id == thread_id).scalar_subquery()
     own = (
         select(MessageRow.seq, MessageRow.role, MessageRow.content, MessageRow.run_id)
@@ -307,31 +346,58 @@ def _start_statement() -> Any:
         .limit(bindparam("most", type_=Integer))
         .lateral()
     )
-    columns = (Thread.tenant_id, Thread.base_seq, last, own.c.seq, own.c.role, own.c.content, own.c.run_id)
+    columns: list[Any] = [Thread.tenant_id, Thread.base_seq, last, own.c.seq, own.c.role, own.c.content, own.c.run_id]
+    if first:
+        base = select(Thread.base_seq).where(Thread.id == thread_id).scalar_subquery()
+        inputs = bindparam("inputs", type_=Integer)
+        ending = func.coalesce(last, base)
+        started = (
+            update(Run)
+            .where(Run.id == bindparam("run_id", type_=Run.id.type), Run.first_seq.is_(None))
+            .values(first_seq=ending + 1, message_seq=ending + inputs, input=null(), event_seq=Run.event_seq + inputs)
+            .returning(Run.event_seq)
+            .cte("started")
+        )
+        columns.append(select(started.c.event_seq).scalar_subquery())
     return select(*columns).outerjoin(own, literal(True)).where(Thread.id == thread_id).order_by(own.c.seq)
 
 
-_START = _start_statement()
+_START = _start_statement(first=False)
+_FIRST_START = _start_statement(first=True)
 _NO_END = 2**31 - 1  # above every seq: "before" nothing
 
 
-def start_of(session: Session, thread_id: uuid.UUID, before: int | None, most: int | None) -> Start:
+@dataclass(frozen=True)
+class Starting:
+    """A run's first claim: the run, and how many messages its input stores."""
+
+    run_id: uuid.UUID
+    inputs: int
+
+
+def start_of(
+    session: Session, thread_id: uuid.UUID, before: int | None, most: int | None, starting: Starting | None = None
+) -> Start:
     """What a claim of a run of ``thread_id`` reads (the caller has the right to it: a worker's run's): for a thread
-    that is not a fork, in one statement built once; a fork reads its lineage as well."""
-    parameters = {"thread_id": thread_id, "before": before or _NO_END, "most": most}
-    rows = list(session.execute(_START, parameters))
+    that is not a fork, in one statement built once; a fork reads its lineage as well. ``starting``: the run's first
+    claim, marked started in the same statement (:func:`_start_statement`)."""
+    parameters: dict[str, Any] = {"thread": thread_id, "before": before or _NO_END, "most": most}
+    if starting is not None:
+        parameters |= {"run_id": starting.run_id, "inputs": starting.inputs}
+    rows = list(session.execute(_START if starting is None else _FIRST_START, parameters))
     tenant_id, base_seq, seq = rows[0][0], rows[0][1], rows[0][2]
     last_seq = base_seq if seq is None else int(seq)
+    event_seq = None if starting is None else int(rows[0][7])
     if base_seq:  # a fork: its conversation spans its ancestors
         thread = session.get_one(Thread, thread_id)
         lineage = Lineage.of(session, thread)
-        return Start(last_seq, earlier_conversation(session, lineage, before, most), base_seq)
-    found = [row[3:] for row in rows if row[3] is not None]
+        return Start(last_seq, earlier_conversation(session, lineage, before, most), base_seq, event_seq)
+    found = [row[3:7] for row in rows if row[3] is not None]
     messages = [Message(role=role, content=list(content), seq=number) for number, role, content, _ in found]
     turns = sum(1 for message in messages if message.role == "assistant")
     if most is not None and len(found) == most:  # the rest of the conversation is counted, not read
         turns = _assistant_turns(session, Lineage(thread_id, tenant_id, ()).messages(before))
-    return Start(last_seq, Earlier(messages, [row[3] for row in found], turns))
+    return Start(last_seq, Earlier(messages, [row[3] for row in found], turns), event_seq=event_seq)
 
 
 def _assistant_turns(session: Session, clause: ColumnElement[bool]) -> int:

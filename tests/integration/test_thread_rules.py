@@ -5,6 +5,7 @@ input, who sees which thread, and what bounds a thread's runs. What is claimed a
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import datetime
 from typing import Any
@@ -68,6 +69,27 @@ def _last_text(client: FlaskClient, person: Person, thread_id: str) -> str:
 
 
 # --- approvals inside a thread
+
+
+def test_a_run_added_as_the_one_before_it_ends_starts_without_a_reconciler(
+    client: FlaskClient, tenant: TenantFixture
+) -> None:
+    # The session's worker never reconciles (tests/integration/conftest.py), so a run left queued after the run
+    # before it ended would stay queued: only that run's end (when followed) or the request itself can start it.
+    owner = tenant.owner
+    nap = {"tool_calls": [{"name": "sleep", "args": {"seconds": 0.3}}]}
+    agent_id = create_agent(client, owner, [nap, {"text": "first"}, {"text": "second"}])
+    found_active = 0
+    for round_number in range(8):
+        thread = new_thread(client, owner, agent_id)["id"]
+        first = send(client, owner, thread, "nap")["id"]
+        wait_for_state(client, owner, first, {"running", *ENDED})
+        time.sleep(0.04 * round_number)  # from well before the first run's end to about when it ends
+        second = send(client, owner, thread, "then", multitask_strategy="enqueue")
+        found_active += second["state"] == "queued" and _run(client, owner, first)["state"] not in ENDED
+        assert wait_for_state(client, owner, second["id"], ENDED, timeout=20)["state"] == "succeeded"
+        assert _last_text(client, owner, thread) == "second"
+    assert found_active, "no round added its run while the first was still running"
 
 
 def test_a_paused_run_holds_its_thread_and_an_interrupt_answers_its_call_then_delete_removes_everything(
