@@ -29,6 +29,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import schemathesis
 from flask import Flask
@@ -136,6 +137,9 @@ class Realm:
 
     token: str
     ids: dict[str, str]
+    # The thread DELETE /v1/threads/{thread_id} is given: deleting the one every other thread route is given would
+    # turn what the stateful phase creates and then reads through it into a 404.
+    doomed_thread_id: str = ""
 
 
 def _populate(app: Flask, token: str) -> dict[str, str]:
@@ -156,7 +160,8 @@ def _populate(app: Flask, token: str) -> dict[str, str]:
     thread_run = client.post(f"/v1/threads/{thread_id}/runs", json={"input": "go"}, headers=headers).json["id"]
     wait_until(lambda: client.get(f"/v1/runs/{thread_run}", headers=headers).json["state"] == "succeeded")
     ids = {"agent_id": agent_id, "run_id": run_id, "user_id": member["id"], "token_id": token_id}
-    return {**ids, "thread_id": thread_id}
+    doomed = client.post("/v1/threads", json={"agent_id": agent_id}, headers=headers).json["id"]
+    return {**ids, "thread_id": thread_id, "doomed_thread_id": doomed}
 
 
 def _approval(db: Database, tenant_id: uuid.UUID, run_id: str) -> str:
@@ -184,14 +189,16 @@ def realm(app: Flask, db: Database) -> Realm:
     may be revoked."""
     created = tenancy.create_tenant(db, "fuzzed", f"owner-{uuid.uuid4().hex[:8]}@example.com")
     ids = _populate(app, created.token)
-    return Realm(created.token, ids | {"approval_id": _approval(db, created.tenant_id, ids["run_id"])})
+    doomed = ids.pop("doomed_thread_id")
+    return Realm(created.token, ids | {"approval_id": _approval(db, created.tenant_id, ids["run_id"])}, doomed)
 
 
 @pytest.fixture(scope="module")
 def stranger(app: Flask, db: Database) -> Realm:
     """The owner of another tenant, who must see nothing of the realm."""
     created = tenancy.create_tenant(db, "stranger", f"owner-{uuid.uuid4().hex[:8]}@example.com")
-    return Realm(created.token, _populate(app, created.token))
+    ids = _populate(app, created.token)
+    return Realm(created.token, ids, ids.pop("doomed_thread_id"))
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -249,7 +256,14 @@ def _config(realm: Realm, identities: Path) -> SchemathesisConfig:
                 "body.url": {"dictionary": "webhook-urls"},
             },
             "dictionaries": {"agents": {"values": [realm.ids["agent_id"]]}, "webhook-urls": {"values": WEBHOOK_URLS}},
-            "operations": STREAMS,
+            "operations": [
+                *STREAMS,
+                {
+                    "include-path": "/v1/threads/{thread_id}",
+                    "include-method": "DELETE",
+                    "parameters": {"path.thread_id": realm.doomed_thread_id},
+                },
+            ],
         }
     )
 
@@ -313,3 +327,7 @@ def test_every_operation_answers_what_the_openapi_document_declares(
     print(f"schemathesis, {EXAMPLES} examples per operation: {dict(cases)} cases")  # shown by pytest -s
     assert sum(cases.values()) > 0
     assert not findings, "\n\n".join(dict.fromkeys(findings))
+    # The realm's thread outlived the fuzzing (the DELETEs went to the doomed one), and the doomed one did not.
+    headers = {"Authorization": f"Bearer {realm.token}"}
+    assert httpx.get(f"{server}/v1/threads/{realm.ids['thread_id']}", headers=headers).status_code == 200
+    assert httpx.get(f"{server}/v1/threads/{realm.doomed_thread_id}", headers=headers).status_code == 404
