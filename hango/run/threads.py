@@ -108,9 +108,10 @@ _STARTED = (
 
 
 def _started(session: Session, run: Run, numbers: tuple[int, int, int], repairs: int) -> RunCounters:
-    """The claimed run as started (its row locked by the claim): its own messages from ``first_own``, numbered up
-    to ``last``, its event numbers up to ``event_seq`` as :func:`hango.store.threads.start_of` left them for its
-    input, and ``repairs`` more for the answers to calls left unanswered, which also move its numbers on."""
+    """The claimed run as started (its row locked by the claim). ``numbers``: where its own messages start, the
+    number they end at, and where its event numbers end as :func:`hango.store.threads.start_of` left them for its
+    input. ``repairs`` answers to calls left unanswered move its numbers on in a statement of their own, and take
+    as many more event numbers."""
     first_own, last, event_seq = numbers
     if repairs:
         parameters = {"run_id": run.id, "first_seq": first_own, "last": last, "events": repairs}

@@ -196,7 +196,7 @@ def create_run(
                 "agent_id", f"thread {thread_id} belongs to agent {thread.agent_id}, not {agent_id}"
             )
         # Locked until commit, and followed: a run ending meanwhile waits, then sees the new run and enqueues it.
-        active = store.follow_active(session, thread.id)
+        active = store.follow_active(session, thread)
         if active and strategy == "reject":
             raise ThreadBusy(thread.id, active[0].id)
         if strategy == "interrupt":

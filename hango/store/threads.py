@@ -99,7 +99,7 @@ class Active(NamedTuple):
     thread_position: int
 
 
-def follow_active(session: Session, thread_id: uuid.UUID) -> list[Active]:
+def follow_active(session: Session, thread: Thread) -> list[Active]:
     """Mark the thread's active runs ``followed`` (a run is about to be added after them), oldest first.
 
     The ``UPDATE`` locks them until commit as ``FOR NO KEY UPDATE`` would: it waits for (and holds off) a run's
@@ -110,7 +110,7 @@ def follow_active(session: Session, thread_id: uuid.UUID) -> list[Active]:
     """
     statement = (
         update(Run)
-        .where(Run.thread_id == thread_id, Run.state.in_(ACTIVE_RUN_STATES))
+        .where(Run.thread_id == thread.id, Run.tenant_id == thread.tenant_id, Run.state.in_(ACTIVE_RUN_STATES))
         .values(followed=True)
         .returning(Run.id, Run.thread_position)
     )
