@@ -21,6 +21,8 @@ transaction of one ``INSERT`` and a commit, and two ``UPDATE`` commits, each wit
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import time
 import uuid
 from collections.abc import Iterator
@@ -41,6 +43,18 @@ from hango.services import tenancy
 
 WRITE_MEMORY = {"id": "w", "name": "write_file", "args": {"file_path": "/memories/x", "content": "remember this"}}
 STEPS = ("create", "pause", "decide", "resume")
+# Where a step's time goes, by the file (or the C function) cProfile charges it to: the first that matches.
+LAYERS = (
+    ("hango's edge (api/)", ("/api/",)),
+    ("hango's run and agent", ("/hango/run/", "/hango/agent/")),
+    ("hango's services, store, platform, kernel", ("/hango/",)),
+    ("psycopg2 (waiting on PostgreSQL)", ("psycopg2",)),
+    ("SQLAlchemy", ("/sqlalchemy/",)),
+    ("Flask, Werkzeug, marshmallow, smorest", ("/flask", "/werkzeug/", "/marshmallow/", "/webargs/", "/apispec/")),
+    ("Redis, kombu, Celery, sockets", ("/redis/", "/kombu/", "/celery/", "_socket", "select")),
+    ("OpenTelemetry", ("/opentelemetry/",)),
+)
+OTHER = "the rest (the standard library, json, uuid, …)"
 
 
 @dataclass
@@ -124,10 +138,46 @@ def floor(settings: Any, counter: Counter, rounds: int) -> Tally:
     return tally
 
 
+def _layers(client: Any, runtime: Runtime, agent_id: str, headers: dict[str, str], rounds: int) -> dict[str, Any]:
+    """Each step's time under cProfile, summed by layer."""
+    profiles = {name: cProfile.Profile() for name in STEPS}
+    decision = {"decisions": [{"tool_call_id": "w", "decision": "approve"}]}
+    for _ in range(rounds):
+        with _profiled(profiles["create"]):
+            run_id = client.post("/v1/runs", json={"agent_id": agent_id, "input": "go"}, headers=headers).json["id"]
+        with _profiled(profiles["pause"]):
+            execute_run(runtime, uuid.UUID(run_id))
+        with _profiled(profiles["decide"]):
+            client.post(f"/v1/runs/{run_id}/approvals", json=decision, headers=headers)
+        with _profiled(profiles["resume"]):
+            execute_run(runtime, uuid.UUID(run_id))
+    return {name: _by_layer(profile) for name, profile in profiles.items()}
+
+
+@contextmanager
+def _profiled(profile: cProfile.Profile) -> Iterator[None]:
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+
+
+def _by_layer(profile: cProfile.Profile) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    stats: dict[Any, Any] = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    for (filename, _, function), (_, _, own, _, _) in stats.items():
+        where = f"{filename} {function}"
+        layer = next((name for name, marks in LAYERS if any(mark in where for mark in marks)), OTHER)
+        totals[layer] = totals.get(layer, 0.0) + own
+    return totals
+
+
 def main() -> None:
     """Measure and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument("--layers", action="store_true", help="also where each step's time goes, under cProfile")
     args = parser.parse_args()
     counter = Counter()
     with scratch_database() as url:
@@ -157,6 +207,7 @@ def main() -> None:
             with counter.step(steps["resume"]):
                 assert execute_run(runtime, uuid.UUID(run_id)) == "finished"
         base = floor(settings, counter, args.rounds)
+        layers = _layers(client, runtime, agent_id, headers, args.rounds) if args.layers else {}
         runtime.db.dispose()
     n = args.rounds
     print(f"per step, mean of {n} rounds (one process: the API through its Flask app, the worker's execute_run)")
@@ -166,6 +217,13 @@ def main() -> None:
     for name, tally in rows:
         figures = (tally.statements / n, tally.commits / n, tally.redis / n, tally.cpu / n * 1000)
         print(f"| {name} | " + " | ".join(f"{figure:.1f}" for figure in figures) + " |")
+    if layers:
+        print("where each step's time goes under cProfile (wall time, inflated by the profiler: read the shares)")
+        print("| layer | " + " | ".join(STEPS) + " |")
+        print("|---|" + "---|" * len(STEPS))
+        for layer in [name for name, _ in LAYERS] + [OTHER]:
+            shares = (layers[step].get(layer, 0.0) / sum(layers[step].values()) * 100 for step in STEPS)
+            print(f"| {layer} | " + " | ".join(f"{share:.0f} %" for share in shares) + " |")
     for name in STEPS:
         kinds = ", ".join(f"{kind} x{count / n:g}" for kind, count in sorted(tallies[name].kinds.items()))
         print(f"{name}: {kinds}")
