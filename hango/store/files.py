@@ -158,10 +158,19 @@ def run_files(
 
 def one_file(session: Session, run: Run, path: str) -> OneFile:
     """A copy of the file at ``path`` as a run's tools see it, with its owner's storage use: what planning one
-    change needs, for the decision service's preview. Read outside any tool call, so without a deadline's shield."""
+    change needs, for the decision service's preview. Read outside any tool call, so without a deadline's shield;
+    in one statement (the content is the one row of that path the aggregate keeps)."""
     path = normalize_path(path)
     owner = _owned_by(run.tenant_id, run.agent_id, _Scratch(run.id, run.thread_id), path)
-    return OneFile(path, _content(session, owner, path), _storage_use(session, owner, path))
+    size = func.octet_length(File.path) + func.octet_length(File.content)
+    at_path = File.path == path
+    statement = select(
+        func.coalesce(func.sum(size), 0),
+        func.coalesce(func.sum(size).filter(at_path), 0),
+        func.max(File.content).filter(at_path),
+    ).where(owner)
+    owner_bytes, file_bytes, content = session.execute(statement).one()
+    return OneFile(path, content, StorageUse(int(owner_bytes), int(file_bytes)))
 
 
 def find_agent_file(
