@@ -65,10 +65,10 @@ STREAMS = [
     {"include-path": "/v1/approvals/events", "generation": {"mode": "negative"}},
     {"include-path-regex": "/events$", "max-stream-events": 1, "request-timeout": STREAM_SILENCE.total_seconds()},
 ]
-# Left out: deleting a thread. Every thread route is given the realm's thread (its id is pinned, and the stateful
-# phase uses it too), so a DELETE that succeeds turns every later thread request into a 404, which the stateful
-# phase reports as a resource it just created going missing. Deleting is tested in test_thread_rules.py (what goes
-# with a thread, 409 while a run is active), test_bad_input.py and the tenancy suite.
+# Left out: deleting a thread. Every thread route is given the realm's thread (its id is pinned, and, as its
+# failures showed, the stateful phase uses it too), so a DELETE that succeeds turns every later thread request into
+# a 404, which the stateful phase reports as a resource it just created going missing. Deleting is tested in
+# test_thread_rules.py (what goes with a thread, 409 while a run is active), test_bad_input.py and the tenancy suite.
 UNFUZZED = [{"include-path": "/v1/threads/{thread_id}", "include-method": "DELETE", "enabled": False}]
 # Webhook targets that need no name resolution: whether a name resolves is the network's answer, not the document's.
 WEBHOOK_URLS = ["https://203.0.113.10/hook", "https://10.1.2.3:8443/hango?x=1", "http://192.168.7.7/hook"]
@@ -158,8 +158,9 @@ def _populate(app: Flask, token: str) -> dict[str, str]:
     token_id = client.post(f"/v1/users/{member['id']}/tokens", headers=headers).json["id"]
     thread_id = client.post("/v1/threads", json={"agent_id": agent_id}, headers=headers).json["id"]
     # A thread's stream stays open while the thread exists: a run of it, ended, gives the stream an event to read.
-    # The run is played to its end before the fuzzing starts: schemathesis learns from the answers it reads, and a
-    # conversation still growing meanwhile taught it a bound on up_to_seq that a later fork then passed.
+    # The run is played to its end before the fuzzing starts. While it raced a worker of another module, the
+    # coverage phase now and then took a fork at up_to_seq 2 for one past a bound (the schema declares none) and
+    # the fork succeeded: a conversation still changing while schemathesis learns from the answers is our reading.
     thread_run = client.post(f"/v1/threads/{thread_id}/runs", json={"input": "go"}, headers=headers).json["id"]
     wait_until(lambda: client.get(f"/v1/runs/{thread_run}", headers=headers).json["state"] == "succeeded")
     ids = {"agent_id": agent_id, "run_id": run_id, "user_id": member["id"], "token_id": token_id}
