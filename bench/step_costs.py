@@ -1,8 +1,8 @@
-"""What a pause and a resume cost, step by step: SQL statements, commits, Redis commands and this process's CPU time.
+"""What a pause and a resume cost, step by step: SQL statements, commits, Redis round trips and this process's CPU time.
 
 Run: ``.venv/bin/python -m bench.step_costs [--rounds 50]`` (PostgreSQL and Redis on 127.0.0.1).
 
-Every step runs in this one process, so that every statement and every Redis command is counted wherever it comes
+Every step runs in this one process, so that every statement and every request to Redis is counted wherever it comes
 from: the API's steps go through the Flask app (``create_app``, its test client: routing, authentication, schemas,
 audit) and the worker's through :func:`hango.run.worker.execute_run`, as a Celery task calls it. What this leaves out
 is the servers around them (gunicorn, Celery's own bookkeeping) and the network between processes; the latencies of
@@ -69,7 +69,7 @@ class Tally:
 
 
 class Counter:
-    """Counts SQL statements and commits of every engine of this process, and Redis commands of every client."""
+    """Counts SQL statements and commits of every engine of this process, and Redis round trips of every client."""
 
     def __init__(self) -> None:
         self.current: Tally | None = None
@@ -211,7 +211,7 @@ def main() -> None:
         runtime.db.dispose()
     n = args.rounds
     print(f"per step, mean of {n} rounds (one process: the API through its Flask app, the worker's execute_run)")
-    print("| step | statements | commits | Redis commands | CPU ms |")
+    print("| step | statements | commits | Redis round trips | CPU ms |")
     print("|---|---|---|---|---|")
     rows = [*((name, tallies[name]) for name in STEPS), ("floor (1 insert + 2 updates, 3 commits, 3 publishes)", base)]
     for name, tally in rows:
