@@ -88,8 +88,7 @@ class Counter:
     def _statement(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         if self.current is not None:
             self.current.statements += 1
-            kind = " ".join(statement.split()[:3]) if statement.startswith("WITH") else " ".join(statement.split()[:1])
-            kind = f"{kind} {_table(statement)}"
+            kind = f"{' '.join(statement.split()[:1])} {_table(statement)}"
             self.current.kinds[kind] = self.current.kinds.get(kind, 0) + 1
 
     def _commit(self, conn: Any) -> None:

@@ -198,9 +198,9 @@ def create_run(
         # Locked until commit, and followed: a run ending meanwhile waits, then sees the new run and enqueues it.
         active = store.follow_active(session, thread)
         if active and strategy == "reject":
-            raise ThreadBusy(thread.id, active[0].id)
+            raise ThreadBusy(thread.id, active[0])
         if strategy == "interrupt":
-            for run in store.runs_by_id(session, [run.id for run in active]):
+            for run in store.active_runs(session, thread.id):  # the ones just locked
                 transitions.cancel(work, run)
             active = []
         position, stored = thread.run_seq, input_json(messages)  # the input is stored as messages when it starts

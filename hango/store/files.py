@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, delete, func, select
 from sqlalchemy.dialects.postgresql import insert
@@ -100,10 +100,8 @@ class SqlFileSystem:
 
     @shielded_call
     def storage(self, path: str) -> StorageUse:
-        """The bytes (paths and contents) stored by the owner of ``path`` (the run's scratch, or the agent) and by it.
-
-        ``octet_length`` reads a stored value's size without fetching, or decompressing, the value itself.
-        """
+        """The bytes (paths and contents) stored by the owner of ``path`` (the run's scratch, or the agent), and by
+        the file at ``path``."""
         path = normalize_path(path)
         return _storage_use(self._session, self._owner(path), path)
 
@@ -138,12 +136,17 @@ def _content(session: Session, owner: ColumnElement[bool], path: str, *, for_upd
     return session.scalar(statement.with_for_update() if for_update else statement)
 
 
-def _storage_use(session: Session, owner: ColumnElement[bool], path: str) -> StorageUse:
+def _use_columns(path: str) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
+    """The bytes (paths and contents) of an owner's files, and of the one at ``path``, as aggregates over them.
+
+    ``octet_length`` reads a stored value's size without fetching, or decompressing, the value itself.
+    """
     size = func.octet_length(File.path) + func.octet_length(File.content)
-    statement = select(
-        func.coalesce(func.sum(size), 0), func.coalesce(func.sum(size).filter(File.path == path), 0)
-    ).where(owner)
-    owner_bytes, file_bytes = session.execute(statement).one()
+    return func.coalesce(func.sum(size), 0), func.coalesce(func.sum(size).filter(File.path == path), 0)
+
+
+def _storage_use(session: Session, owner: ColumnElement[bool], path: str) -> StorageUse:
+    owner_bytes, file_bytes = session.execute(select(*_use_columns(path)).where(owner)).one()
     return StorageUse(int(owner_bytes), int(file_bytes))
 
 
@@ -162,13 +165,7 @@ def one_file(session: Session, run: Run, path: str) -> OneFile:
     in one statement (the content is the one row of that path the aggregate keeps)."""
     path = normalize_path(path)
     owner = _owned_by(run.tenant_id, run.agent_id, _Scratch(run.id, run.thread_id), path)
-    size = func.octet_length(File.path) + func.octet_length(File.content)
-    at_path = File.path == path
-    statement = select(
-        func.coalesce(func.sum(size), 0),
-        func.coalesce(func.sum(size).filter(at_path), 0),
-        func.max(File.content).filter(at_path),
-    ).where(owner)
+    statement = select(*_use_columns(path), func.max(File.content).filter(File.path == path)).where(owner)
     owner_bytes, file_bytes, content = session.execute(statement).one()
     return OneFile(path, content, StorageUse(int(owner_bytes), int(file_bytes)))
 

@@ -92,15 +92,8 @@ def take_position(session: Session, principal: Principal, thread_id: uuid.UUID) 
     return row[0], row[1]
 
 
-class Active(NamedTuple):
-    """An active run of a thread: its id and place."""
-
-    id: uuid.UUID
-    thread_position: int
-
-
-def follow_active(session: Session, thread: Thread) -> list[Active]:
-    """Mark the thread's active runs ``followed`` (a run is about to be added after them), oldest first.
+def follow_active(session: Session, thread: Thread) -> list[uuid.UUID]:
+    """Mark the thread's active runs ``followed`` (a run is about to be added after them); their ids, oldest first.
 
     The ``UPDATE`` locks them until commit as ``FOR NO KEY UPDATE`` would: it waits for (and holds off) a run's
     transition, not the inserts that merely reference the run (a message, an event), which take a key-share lock.
@@ -114,14 +107,8 @@ def follow_active(session: Session, thread: Thread) -> list[Active]:
         .values(followed=True)
         .returning(Run.id, Run.thread_position)
     )
-    rows = session.execute(statement, execution_options={"synchronize_session": False})
-    return sorted((Active(run_id, position or 0) for run_id, position in rows), key=lambda run: run.thread_position)
-
-
-def runs_by_id(session: Session, run_ids: Sequence[uuid.UUID]) -> list[Run]:
-    """These runs, oldest of their thread first."""
-    statement = select(Run).where(Run.id.in_(run_ids)).order_by(Run.thread_position)
-    return list(session.scalars(statement))
+    rows = session.execute(statement, execution_options={"synchronize_session": False}).all()
+    return [run_id for run_id, _ in sorted(rows, key=lambda row: row[1] or 0)]
 
 
 def active_runs(session: Session, thread_id: uuid.UUID) -> list[Run]:
