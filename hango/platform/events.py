@@ -15,7 +15,7 @@ from typing import Any
 import redis
 from redis.exceptions import RedisError
 
-from hango.kernel.models import ApprovalEvent, RunEvent
+from hango.kernel.models import ApprovalEvent
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,6 @@ class Event:
     def wire(self) -> bytes:
         """:attr:`frame`, encoded."""
         return self.frame.encode()
-
-    @classmethod
-    def from_row(cls, row: RunEvent) -> Event:
-        """The event of a stored row."""
-        return cls(row.run_id, row.seq, row.type, row.data)
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,13 @@ class Work:
     def _record(self, event: Event, tenant_id: uuid.UUID) -> None:
         self.events.append(event)
         self._rows.append(
-            {"tenant_id": tenant_id, "run_id": event.run_id, "seq": event.seq, "type": event.type, "data": event.data}
+            {
+                "tenant_id": tenant_id,
+                "run_id": event.run_id,
+                "seq": event.seq,
+                "type": event.type,
+                "data": event_store.stored_data(event.type, event.data),
+            }
         )
 
     def wake_thread(self, thread_id: uuid.UUID) -> None:

@@ -112,8 +112,8 @@ def events_after(
     """A visible run's events after ``after``, and the run's current state, read together."""
     with runtime.db.transaction() as session:
         run = run_store.get_run(session, principal, run_id)
-        rows = event_store.events_of(session, run, after, limit)
-        return [Event.from_row(row) for row in rows], run.state
+        logged = event_store.events_of(session, run, after, limit)
+        return [Event(run.id, *entry) for entry in logged], run.state
 
 
 def approval_events_after(

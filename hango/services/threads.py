@@ -253,5 +253,5 @@ def run_events_after(
         run = store.thread_run(session, principal, thread_id, run_id)
         if run is None:
             raise NotFound(f"thread {thread_id} not found")
-        rows = event_store.events_of(session, run, after, limit)
-        return [Event.from_row(row) for row in rows], run.state
+        logged = event_store.events_of(session, run, after, limit)
+        return [Event(run.id, *entry) for entry in logged], run.state

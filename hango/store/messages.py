@@ -19,11 +19,16 @@ from hango.store.runs import RunCounters, get_run
 
 def message_json(row: MessageRow) -> dict[str, Any]:
     """The API shape of a stored message (also the data of ``message.created`` events)."""
+    return message_data(row.seq, row.role, row.content, row.subagent_call_id)
+
+
+def message_data(seq: int, role: str, content: list[Any], subagent_call_id: uuid.UUID | None) -> dict[str, Any]:
+    """The API shape of a message given by its columns."""
     return {
-        "seq": row.seq,
-        "role": row.role,
-        "content": row.content,
-        "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
+        "seq": seq,
+        "role": role,
+        "content": content,
+        "subagent_call_id": str(subagent_call_id) if subagent_call_id else None,
     }
 
 

@@ -217,3 +217,70 @@ def _failure_of(connection: Any, run_id: uuid.UUID) -> tuple[object, ...]:
         {"id": str(run_id)},
     ).all()
     return tuple(row), tuple(last), [tuple(a) for a in audit]
+
+
+def test_message_events_refer_to_their_messages_and_both_migrations_keep_the_replay(
+    empty_database: str, settings: Settings
+) -> None:
+    from hango.agent.messages import Message, user_message
+    from hango.kernel.auth import Principal
+    from hango.kernel.models import Agent
+    from hango.platform.db import Database
+    from hango.platform.runtime import Runtime
+    from hango.run import service
+    from hango.services import tenancy
+
+    migrate.upgrade(empty_database)
+    db = Database(empty_database)
+    runtime = Runtime.build(
+        settings.replace(database_url=empty_database, queue=f"nowhere-{uuid.uuid4().hex[:6]}"), db=db
+    )
+    created = tenancy.create_tenant(db, "t", "o@example.com")
+    owner = Principal(created.tenant_id, created.user_id, "owner")
+    agent = Agent(
+        id=uuid.uuid4(),
+        tenant_id=owner.tenant_id,
+        name="a",
+        created_by=owner.user_id,
+        interrupt_on={},
+        subagents=[],
+        model={"provider": "scripted", "script": []},
+        tools=[],
+        system_prompt="",
+        max_turns=5,
+    )
+    with db.transaction() as session:
+        session.add(agent)
+    said = [user_message("first"), Message(role="assistant", content=[{"type": "text", "text": "second"}])]
+    run = service.create_run(runtime, owner, agent.id, [*said, user_message("third")])
+    replayed = service.events_after(runtime, owner, run.id, 0)[0]
+    messages = [event.data for event in replayed if event.type == "message.created"]
+    assert [message["content"][0]["text"] for message in messages] == ["first", "second", "third"]
+    assert [message["role"] for message in messages] == ["user", "assistant", "user"]
+    assert _stored_message_events(empty_database, run.id) == [{"seq": message["seq"]} for message in messages]
+    db.dispose()
+
+    migrate.downgrade(empty_database, "0013")
+    assert _stored_message_events(empty_database, run.id) == messages
+
+    migrate.upgrade(empty_database)
+    assert _stored_message_events(empty_database, run.id) == [{"seq": message["seq"]} for message in messages]
+    db = Database(empty_database)
+    try:
+        runtime = Runtime.build(settings.replace(database_url=empty_database), db=db)
+        assert service.events_after(runtime, owner, run.id, 0)[0] == replayed
+    finally:
+        db.dispose()
+
+
+def _stored_message_events(url: str, run_id: uuid.UUID) -> list[dict[str, Any]]:
+    engine = create_engine(engine_url(url))
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT data FROM run_events WHERE run_id = :id AND type = 'message.created' ORDER BY seq"),
+                {"id": run_id},
+            )
+            return [row.data for row in rows]
+    finally:
+        engine.dispose()

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from sqlalchemy import select
 
-from hango.kernel.models import RunEvent
+from hango.kernel.models import Run
 from hango.platform.db import Database
+from hango.store import events as event_store
 from tests.integration.conftest import TenantFixture, create_agent, start_run, wait_for_state
 from tests.support.sse import SseEvent, events_only, stream
 
@@ -28,9 +28,11 @@ def server(api_base: str) -> str:
 
 
 def _stored(db: Database, run_id: str) -> list[tuple[int, str, dict[str, Any]]]:
+    """The run's log as a replay reads it (a ``message.created`` event with its message)."""
     with db.transaction() as session:
-        rows = session.scalars(select(RunEvent).where(RunEvent.run_id == uuid.UUID(run_id)).order_by(RunEvent.seq))
-        return [(row.seq, row.type, row.data) for row in rows]
+        return [
+            tuple(entry) for entry in event_store.events_of(session, session.get_one(Run, uuid.UUID(run_id)), 0, 10_000)
+        ]
 
 
 def _as_tuples(events: list[SseEvent]) -> list[tuple[int, str, dict[str, Any]]]:

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from sqlalchemy import select
 
 from hango.kernel.config import Settings
-from hango.kernel.models import RunEvent
+from hango.kernel.models import Run
 from hango.platform.db import Database
 from hango.platform.events import Publisher
+from hango.store import events as event_store
 from tests.integration.conftest import Person, TenantFixture, create_agent, wait_for_state
 from tests.integration.hitl_helpers import decide, pending, suspended_run, write_memory
 from tests.integration.test_threads import new_thread, send
@@ -52,8 +52,8 @@ def _stored(db: Database, runs: list[tuple[int, str]]) -> list[Shown]:
     shown: list[Shown] = []
     with db.read() as session:
         for position, run_id in runs:
-            rows = session.scalars(select(RunEvent).where(RunEvent.run_id == uuid.UUID(run_id)).order_by(RunEvent.seq))
-            shown += [((position << 32) + row.seq, row.type, {**row.data, "run_id": run_id}) for row in rows]
+            logged = event_store.events_of(session, session.get_one(Run, uuid.UUID(run_id)), 0, 10_000)
+            shown += [((position << 32) + entry.seq, entry.type, {**entry.data, "run_id": run_id}) for entry in logged]
     return shown
 
 
