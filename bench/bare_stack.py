@@ -5,7 +5,8 @@ that commits twice (the claim, then the suspension) before anyone can see the ru
 and nothing more: a Flask app served by gunicorn's threaded worker (``POST /runs/<id>`` inserts a row, commits,
 sends a Celery task) and a Celery task on Redis (two ``UPDATE``s, each committed, then a Redis publish), with
 SQLAlchemy Core statements built once on a pooled engine. No authentication, validation, events, audit rows,
-approvals, tracing or loop. ``bench/figures.py`` times it beside hango's pause.
+approvals, tracing or loop. ``bench/figures.py`` times it beside hango's pause, and measures the CPU its
+processes spend per request beside what hango's spend per 1-turn run.
 
 Configured by ``HANGO_BENCH_BARE_DATABASE_URL``, ``HANGO_BENCH_BARE_REDIS_URL`` and ``HANGO_BENCH_BARE_QUEUE``;
 ``bench/figures.py`` creates its one table, ``bare_runs (id uuid primary key, state text)``.

@@ -42,6 +42,7 @@ from bench.client import (
 from bench.common import (
     REDIS_URL,
     bench_settings,
+    cpu_seconds,
     forget_queue,
     forget_runs,
     free_port,
@@ -128,6 +129,8 @@ class Bench:
     rounds: Rounds
     url: str
     events: RunEvents
+    api_pid: int  # ``hango api``: gunicorn's arbiter, its workers are its children
+    worker_pid: int  # ``hango worker``: Celery's main process, its pool children are its children
 
     def agent(self, script: list[dict[str, Any]], tools: list[str]) -> str:
         """A scripted agent, created over HTTP; its id."""
@@ -198,13 +201,14 @@ def system(url: str, rounds: Rounds, connections: int = 32) -> Iterator[Bench]:
     try:
         with (
             engine.connect() as database,
-            process(["worker"], settings),
-            process(["api", "--port", str(port), "--workers", "1", "--connections", str(connections)], settings),
+            process(["worker"], settings) as worker,
+            process(["api", "--port", str(port), "--workers", "1", "--connections", str(connections)], settings) as api,
             run_events(runtime.redis) as events,
         ):
             wait_ready(port)
             principal = Principal(created.tenant_id, created.user_id, "owner")
-            yield Bench(settings, runtime, Client(port, created.token), principal, database, rounds, url, events)
+            client = Client(port, created.token)
+            yield Bench(settings, runtime, client, principal, database, rounds, url, events, api.pid, worker.pid)
     finally:
         with engine.connect() as database:
             enqueued = [
@@ -264,6 +268,30 @@ def _pause_then_resume(
 def bare_stack_pause(bench: Bench, floors: Floors) -> list[Row]:
     """The pause of the design card's stack with none of hango (:mod:`bench.bare_stack`): a POST to Flask under
     gunicorn that commits a row and sends a Celery task, whose worker commits twice and publishes on Redis."""
+    with bare_stack(bench) as stack:
+        samples = _bare_pauses(bench, stack)
+    celery = statistics.median(floors.celery)
+    row = _latency_row(f"stack floor under the pause: {BARE_PAUSE}", samples, celery, "Celery RT", 3)
+    return [dataclasses.replace(row, goal="(no goal: what the stack alone costs)", met=None)]
+
+
+BARE_PAUSE = "bare Flask POST (1 commit) → Celery task (2 commits) → Redis publish received"
+
+
+@dataclass(frozen=True)
+class BareStack:
+    """:mod:`bench.bare_stack` running: an HTTP client of its server, a subscriber of its worker's publishes."""
+
+    http: Client
+    published: redis.client.PubSub
+    api_pid: int  # gunicorn's arbiter (gthread, 1 worker of 32 threads, its child)
+    worker_pid: int  # Celery's main process (2 prefork children)
+
+
+@contextmanager
+def bare_stack(bench: Bench) -> Iterator[BareStack]:
+    """The bare stack's gunicorn and Celery worker on a queue of their own, its server answering; its Redis keys
+    are removed afterwards."""
     env = {
         **os.environ,
         "HANGO_BENCH_BARE_DATABASE_URL": bench.url,
@@ -273,52 +301,38 @@ def bare_stack_pause(bench: Bench, floors: Floors) -> list[Row]:
     bench.database.execute(text("CREATE TABLE IF NOT EXISTS bare_runs (id uuid PRIMARY KEY, state text NOT NULL)"))
     port = free_port()
     gunicorn = ["-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "32", "-b", f"127.0.0.1:{port}"]
-    worker = [
-        "-m",
-        "celery",
-        "-A",
-        "bench.bare_stack:celery_app",
-        "worker",
-        "-c",
-        "2",
-        "-Q",
-        env["HANGO_BENCH_BARE_QUEUE"],
-    ]
-    with (
-        python_process([*gunicorn, "bench.bare_stack:flask_app"], env),
-        python_process([*worker, "-l", "WARNING"], env),
-    ):
-        samples = _bare_pauses(bench, env, port)
-    celery = statistics.median(floors.celery)
-    row = _latency_row(f"stack floor under the pause: {BARE_PAUSE}", samples, celery, "Celery RT", 3)
-    return [dataclasses.replace(row, goal="(no goal: what the stack alone costs)", met=None)]
-
-
-BARE_PAUSE = "bare Flask POST (1 commit) → Celery task (2 commits) → Redis publish received"
-
-
-def _bare_pauses(bench: Bench, env: dict[str, str], port: int) -> list[float]:
+    queue = env["HANGO_BENCH_BARE_QUEUE"]
+    worker = ["-m", "celery", "-A", "bench.bare_stack:celery_app", "worker", "-c", "2", "-Q", queue, "-l", "WARNING"]
     client = redis.Redis.from_url(REDIS_URL)
-    channel = f"hango:bench:bare:{env['HANGO_BENCH_BARE_QUEUE']}"
-    pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
-    pubsub.subscribe(channel)
-    http = Client(port, "none")
-    try:
-        _wait_bare(http)
-        samples = []
-        for _ in range(bench.rounds.latency + 20):
-            run_id = str(uuid.uuid4())
-            sent = time.perf_counter()
-            status, _ = http.request("POST", f"/runs/{run_id}")
-            assert status == 202, status
-            while (message := pubsub.get_message(timeout=30)) is None or message["data"].decode() != run_id:
-                if message is None and time.perf_counter() - sent > 30:
-                    raise TimeoutError("the bare stack's worker did not answer")
-            samples.append(time.perf_counter() - sent)
-        return samples[20:]  # the first ones warm the pools of both processes
-    finally:
-        pubsub.close()
-        forget_queue(client, env["HANGO_BENCH_BARE_QUEUE"])
+    with (
+        python_process([*gunicorn, "bench.bare_stack:flask_app"], env) as server,
+        python_process(worker, env) as consumer,
+    ):
+        published = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        published.subscribe(f"hango:bench:bare:{queue}")
+        http = Client(port, "none")
+        try:
+            _wait_bare(http)
+            yield BareStack(http, published, server.pid, consumer.pid)
+        finally:
+            published.close()
+            forget_queue(client, queue)
+            client.close()
+
+
+def _bare_pauses(bench: Bench, stack: BareStack) -> list[float]:
+    """One request at a time: POST sent → the worker's publish received."""
+    samples = []
+    for _ in range(bench.rounds.latency + 20):
+        run_id = str(uuid.uuid4())
+        sent = time.perf_counter()
+        status, _ = stack.http.request("POST", f"/runs/{run_id}")
+        assert status == 202, status
+        while (message := stack.published.get_message(timeout=30)) is None or message["data"].decode() != run_id:
+            if message is None and time.perf_counter() - sent > 30:
+                raise TimeoutError("the bare stack's worker did not answer")
+        samples.append(time.perf_counter() - sent)
+    return samples[20:]  # the first ones warm the pools of both processes
 
 
 def _wait_bare(http: Client) -> None:
@@ -395,24 +409,112 @@ def resume_by_history(bench: Bench, floors: Floors) -> list[Row]:
 
 
 def runs_per_second(bench: Bench, floors: Floors) -> list[Row]:
-    """1-turn scripted runs submitted over HTTP by 4 client threads, until the last one finished."""
+    """1-turn scripted runs submitted over HTTP by 4 client threads, until the last one finished; the CPU time the
+    API's and the worker's processes spent meanwhile, beside the bare stack's for as many requests."""
     agent_id = bench.agent([{"text": "done"}], [])
     _drain(bench, agent_id, 10)  # warm-up
+    before = Cpu.of(bench.api_pid, bench.worker_pid)
     started = time.perf_counter()
     _drain(bench, agent_id, bench.rounds.runs)
     rate = bench.rounds.runs / (time.perf_counter() - started)
+    hango = (Cpu.of(bench.api_pid, bench.worker_pid) - before).per(bench.rounds.runs)
     ratio = rate / floors.celery_per_second
-    return [
-        Row(
-            f"1-turn scripted runs/s, {bench.rounds.runs} HTTP submits → all finished (worker concurrency 2)",
-            f"{rate:.1f}/s",
-            "",
-            f"Celery no-op {floors.celery_per_second:.0f}/s",
-            f"{ratio:.3f}x ({rate / THEN_RUNS_PER_SECOND:.2f}x the issue's 47/s)",
-            "≥ 0.25x Celery no-op (aim 0.5x)",
-            ratio >= 0.25,
+    row = Row(
+        f"1-turn scripted runs/s, {bench.rounds.runs} HTTP submits → all finished (worker concurrency 2)",
+        f"{rate:.1f}/s",
+        "",
+        f"Celery no-op {floors.celery_per_second:.0f}/s",
+        f"{ratio:.3f}x ({rate / THEN_RUNS_PER_SECOND:.2f}x the issue's 47/s)",
+        "≥ 0.25x Celery no-op (aim 0.5x)",
+        ratio >= 0.25,
+    )
+    return [row, *_cpu_rows(hango, bare_stack_cpu(bench))]
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """CPU seconds (user + system) of a stack's HTTP server and of its Celery worker, each with its children."""
+
+    api: float
+    worker: float
+
+    @classmethod
+    def of(cls, api_pid: int, worker_pid: int) -> Cpu:
+        """What the two process trees used so far."""
+        return cls(cpu_seconds(api_pid), cpu_seconds(worker_pid))
+
+    def __sub__(self, earlier: Cpu) -> Cpu:
+        return Cpu(self.api - earlier.api, self.worker - earlier.worker)
+
+    def per(self, count: int) -> Cpu:
+        """Each figure divided by ``count``."""
+        return Cpu(self.api / count, self.worker / count)
+
+    @property
+    def total(self) -> float:
+        """Server and worker together."""
+        return self.api + self.worker
+
+
+BARE_CPU_REQUESTS = 200
+
+
+def bare_stack_cpu(bench: Bench) -> Cpu:
+    """CPU per request of :mod:`bench.bare_stack`: POSTs from as many client threads as hango's throughput figure,
+    until each one's publish was received; its server and worker processes only.
+
+    As many requests as hango's runs, and at least :data:`BARE_CPU_REQUESTS`: a reading counts whole 10 ms clock
+    ticks per process, and the bare stack spends about a millisecond per request, so 60 would leave the figure
+    uncertain by a tenth or more; 200 take under a second.
+    """
+    count = max(bench.rounds.runs, BARE_CPU_REQUESTS)
+    with bare_stack(bench) as stack:
+        _bare_drain(stack, 20)  # warm-up: the pools of both processes
+        before = Cpu.of(stack.api_pid, stack.worker_pid)
+        started = time.perf_counter()
+        _bare_drain(stack, count)
+        elapsed = time.perf_counter() - started
+        used = Cpu.of(stack.api_pid, stack.worker_pid) - before
+    print(f"bare stack: {count} POSTs → all published in {elapsed:.2f} s ({count / elapsed:.0f}/s)", flush=True)
+    return used.per(count)
+
+
+def _bare_drain(stack: BareStack, count: int) -> None:
+    """POST ``count`` runs from 4 threads (as :func:`_drain`), then wait until each one's publish arrived."""
+    run_ids = [str(uuid.uuid4()) for _ in range(count)]
+    with ThreadPoolExecutor(4) as pool:
+        statuses = set(pool.map(lambda run_id: stack.http.request("POST", f"/runs/{run_id}")[0], run_ids))
+    assert statuses == {202}, statuses
+    waiting = set(run_ids)
+    deadline = time.monotonic() + 60
+    while waiting:
+        message = stack.published.get_message(timeout=1)
+        if message is not None:
+            waiting.discard(message["data"].decode())
+        elif time.monotonic() > deadline:
+            raise TimeoutError(f"the bare stack's worker did not publish {len(waiting)} of {count} runs")
+
+
+def _cpu_rows(hango: Cpu, bare: Cpu) -> list[Row]:
+    """CPU ms per 1-turn run of hango's API, worker and both, each beside the bare stack's per request."""
+    rows = []
+    for part, ours, floor in (
+        ("API (gunicorn arbiter + worker)", hango.api, bare.api),
+        ("worker (Celery main + 2 pool children)", hango.worker, bare.worker),
+        ("API + worker", hango.total, bare.total),
+    ):
+        rows.append(
+            Row(
+                f"CPU (user + system) per 1-turn run, {part}, during the runs/s figure",
+                _ms(ours),
+                "",
+                f"bare stack {_ms(floor)}",
+                f"{ours / floor:.1f}x" if floor > 0 else "—",
+                "—",
+                None,
+            )
         )
-    ]
+    return rows
 
 
 def _drain(bench: Bench, agent_id: str, count: int) -> None:
