@@ -66,6 +66,8 @@ class Tally:
     redis: int = 0
     cpu: float = 0.0
     kinds: dict[str, int] = field(default_factory=dict)
+    # The last round's statements in order, each commit marked: what --sequence prints.
+    order: list[str] = field(default_factory=list)
 
 
 class Counter:
@@ -90,10 +92,12 @@ class Counter:
             self.current.statements += 1
             kind = f"{' '.join(statement.split()[:1])} {_table(statement)}"
             self.current.kinds[kind] = self.current.kinds.get(kind, 0) + 1
+            self.current.order.append(kind)
 
     def _commit(self, conn: Any) -> None:
         if self.current is not None:
             self.current.commits += 1
+            self.current.order.append("COMMIT")
 
     @contextmanager
     def step(self, tally: Tally) -> Iterator[None]:
@@ -177,6 +181,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--layers", action="store_true", help="also where each step's time goes, under cProfile")
+    parser.add_argument("--sequence", action="store_true", help="also each step's statements in order, commits marked")
     args = parser.parse_args()
     counter = Counter()
     with scratch_database() as url:
@@ -195,6 +200,8 @@ def main() -> None:
         for round_number in range(args.rounds + 1):
             measured = round_number > 0  # the first round warms caches up
             steps = tallies if measured else {name: Tally() for name in STEPS}
+            for tally in steps.values():
+                tally.order.clear()
             with counter.step(steps["create"]):
                 run_id = client.post("/v1/runs", json={"agent_id": agent_id, "input": "go"}, headers=headers).json["id"]
             with counter.step(steps["pause"]):
@@ -226,6 +233,9 @@ def main() -> None:
     for name in STEPS:
         kinds = ", ".join(f"{kind} x{count / n:g}" for kind, count in sorted(tallies[name].kinds.items()))
         print(f"{name}: {kinds}")
+    if args.sequence:
+        for name in STEPS:
+            print(f"{name}, in order: " + " → ".join(tallies[name].order))
 
 
 if __name__ == "__main__":

@@ -122,6 +122,9 @@ class Tenant(Base):
     approval_event_seq: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
     # Whether a run's creator may decide that run's approvals (as an owner or admin); ``PUT /v1/tenant``.
     self_approval: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=true())
+    # Whether the tenant may have a webhook (true from its first webhook's creation, false again once its last is
+    # deleted): a transaction that writes events reads the tenant's subscriptions only when it is set.
+    has_webhooks: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
     created_at: Mapped[datetime] = _created_at()
 
 

@@ -69,6 +69,8 @@ class Work:
     _rows: list[dict[str, Any]] = field(default_factory=list)
     _approvals: list[tuple[str, PendingApproval, dict[str, Any]]] = field(default_factory=list)
     _emitted: dict[tuple[uuid.UUID, uuid.UUID], list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+    # Tenants' ``has_webhooks`` as statements of this transaction returned it: the outbox skips those without.
+    _has_webhooks: dict[uuid.UUID, bool] = field(default_factory=dict)
 
     def emit(self, run: Run, type_: str, data: dict[str, Any] | None = None) -> None:
         """Append an event to the run's log, numbered when the transaction ends; published after commit."""
@@ -79,6 +81,8 @@ class Work:
         statement that returned ``run``, so they end at ``run.event_seq``."""
         if (run.id, run.tenant_id) in self._emitted:
             raise RuntimeError("events numbered after unnumbered ones of the same run would be out of order")
+        if isinstance(run, RunCounters) and run.tenant_webhooks is not None:
+            self._has_webhooks[run.tenant_id] = run.tenant_webhooks
         first = run.event_seq - len(events) + 1
         for index, (type_, data) in enumerate(events):
             self._record(Event(run.id, first + index, type_, data), run.tenant_id)
@@ -94,13 +98,14 @@ class Work:
             for index, (type_, data) in enumerate(emitted):
                 self._record(Event(run_id, first + index, type_, data), tenant_id)
         self._emitted.clear()
+        approval_rows = self._number_approval_events()
         self._notify_webhooks()
+        self._approvals.clear()
         event_store.insert_events(self.session, self._rows)
         self._rows.clear()
-        self._write_approval_events()
+        approval_event_store.insert_events(self.session, approval_rows)
 
     def _notify_webhooks(self) -> None:
-        # Before the approval stream's numbering, which holds the tenant's row until the commit.
         if self.outbox is None:
             return
         for row in self._rows:
@@ -110,18 +115,21 @@ class Work:
             if type_ in _APPROVAL_NOTIFICATIONS:
                 kind = _APPROVAL_NOTIFICATIONS[type_]
                 self.outbox.add(Notification(approval.tenant_id, kind, approval.run_id, data))
-        self.outbox.write(self.session)
+        self.outbox.write(self.session, self._has_webhooks)
 
-    def _write_approval_events(self) -> None:
-        # Last in the transaction: numbering locks the tenant's row until the commit. Tenants in one order, so two
-        # transactions that name the same tenants cannot deadlock.
+    def _number_approval_events(self) -> list[dict[str, Any]]:
+        # Numbering locks the tenant's row until the commit (the stream's numbers are given in commit order), and
+        # reads the tenant's has_webhooks on the way. Tenants in one order, so two transactions that name the same
+        # tenants cannot deadlock.
         by_tenant: dict[uuid.UUID, list[tuple[str, PendingApproval, dict[str, Any]]]] = {}
         for entry in self._approvals:
             by_tenant.setdefault(entry[1].tenant_id, []).append(entry)
         rows = []
         for tenant_id in sorted(by_tenant):
             entries = by_tenant[tenant_id]
-            first = approval_event_store.reserve(self.session, tenant_id, len(entries))
+            first, self._has_webhooks[tenant_id] = approval_event_store.reserve_reading_webhooks(
+                self.session, tenant_id, len(entries)
+            )
             for seq, (type_, row, data) in enumerate(entries, start=first):
                 self.notices.append(ApprovalNotice(tenant_id, seq, type_, row.run_creator, data))
                 rows.append(
@@ -134,8 +142,7 @@ class Work:
                         "data": data,
                     }
                 )
-        approval_event_store.insert_events(self.session, rows)
-        self._approvals.clear()
+        return rows
 
     def _record(self, event: Event, tenant_id: uuid.UUID) -> None:
         self.events.append(event)

@@ -19,7 +19,7 @@ _RESERVE = (
     update(cast(Table, Tenant.__table__))
     .where(Tenant.id == bindparam("tenant_id"))
     .values(approval_event_seq=Tenant.approval_event_seq + bindparam("count"))
-    .returning(Tenant.approval_event_seq)
+    .returning(Tenant.approval_event_seq, Tenant.has_webhooks)
 )
 
 
@@ -28,11 +28,16 @@ def reserve(session: Session, tenant_id: uuid.UUID, count: int) -> int:
 
     The tenant's row stays locked until this transaction ends, so the numbers are given in commit order: a
     transaction can only take numbers after every earlier holder committed (or rolled back, giving its numbers
-    back). A reader that has seen number ``n`` therefore never sees a smaller one appear later. Call it last in a
+    back). A reader that has seen number ``n`` therefore never sees a smaller one appear later. Call it late in a
     transaction, to hold the lock briefly.
     """
-    last: int = session.execute(_RESERVE, {"tenant_id": tenant_id, "count": count}).scalar_one()
-    return last - count + 1
+    return reserve_reading_webhooks(session, tenant_id, count)[0]
+
+
+def reserve_reading_webhooks(session: Session, tenant_id: uuid.UUID, count: int) -> tuple[int, bool]:
+    """:func:`reserve`, and the tenant's ``has_webhooks`` read in the same statement."""
+    last, has_webhooks = session.execute(_RESERVE, {"tenant_id": tenant_id, "count": count}).one()
+    return last - count + 1, has_webhooks
 
 
 def insert_events(session: Session, rows: Sequence[dict[str, Any]]) -> None:

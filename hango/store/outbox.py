@@ -7,7 +7,7 @@ beat's sweep enqueues those whose enqueue was lost.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -64,11 +64,17 @@ class Outbox:
         """Tell the tenant's webhooks about this, if any subscribes."""
         self.notifications.append(notification)
 
-    def write(self, session: Session) -> None:
-        """Write one delivery row per notification and subscribed active webhook; their ids go to ``written``."""
-        if not self.notifications:
+    def write(self, session: Session, has_webhooks: Mapping[uuid.UUID, bool]) -> None:
+        """Write one delivery row per notification and subscribed active webhook; their ids go to ``written``.
+
+        ``has_webhooks`` is the tenants' flag as this transaction already read it: a tenant known to have none is
+        not asked for its subscriptions.
+        """
+        tenants = {n.tenant_id for n in self.notifications if has_webhooks.get(n.tenant_id, True)}
+        if not tenants:
+            self.notifications.clear()
             return
-        hooks = store.subscribers(session, {n.tenant_id for n in self.notifications})
+        hooks = store.subscribers(session, tenants)
         wanted = [n for n in self.notifications if any(_subscribes(hook.events, n) for hook in hooks)]
         runs = _runs(session, [n.run_id for n in wanted if n.approval is None])
         now = datetime.now(UTC)

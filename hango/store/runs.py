@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, aliased
 
 from hango.kernel.auth import Principal
 from hango.kernel.errors import NotFound
-from hango.kernel.models import ACTIVE_RUN_STATES, Run, RunState
+from hango.kernel.models import ACTIVE_RUN_STATES, Run, RunState, Tenant
 from hango.kernel.pagination import Page, PageRequest, paginate
 
 
@@ -111,9 +111,20 @@ class RunCounters(NamedTuple):
     created_by: uuid.UUID
     thread_id: uuid.UUID | None = None
     followed: bool = False  # another run of its thread was added while it was active
+    # The tenant's ``has_webhooks``, read in the same statement (``None``: not read).
+    tenant_webhooks: bool | None = None
 
 
-_COUNTERS = (Run.id, Run.tenant_id, Run.message_seq, Run.event_seq, Run.created_by, Run.thread_id, Run.followed)
+_COUNTERS = (
+    Run.id,
+    Run.tenant_id,
+    Run.message_seq,
+    Run.event_seq,
+    Run.created_by,
+    Run.thread_id,
+    Run.followed,
+    select(Tenant.has_webhooks).where(Tenant.id == Run.tenant_id).scalar_subquery(),
+)
 _OPTIONS = {"synchronize_session": False, "populate_existing": True}
 
 

@@ -22,6 +22,22 @@ def lock_tenant(session: Session, tenant_id: uuid.UUID) -> None:
     session.execute(select(Tenant.id).where(Tenant.id == tenant_id).with_for_update())
 
 
+def mark_subscribed(session: Session, tenant_id: uuid.UUID) -> None:
+    """Set the tenant's ``has_webhooks``: its event transactions read its subscriptions from now on."""
+    session.execute(update(Tenant).where(Tenant.id == tenant_id).values(has_webhooks=True))
+
+
+def recount_subscribed(session: Session, tenant_id: uuid.UUID) -> None:
+    """Set the tenant's ``has_webhooks`` to whether it still has a webhook; call it under :func:`lock_tenant`.
+
+    Under that lock, this statement's snapshot is taken after every earlier holder committed, so two deletions of
+    a tenant's last two webhooks at once cannot each see the other's webhook and leave the flag set. (Computed in
+    the statement that takes the lock, the ``EXISTS`` would read the snapshot from before the wait.)
+    """
+    remaining = select(Webhook.id).where(Webhook.tenant_id == tenant_id).exists()
+    session.execute(update(Tenant).where(Tenant.id == tenant_id).values(has_webhooks=remaining))
+
+
 def count(session: Session, tenant_id: uuid.UUID) -> int:
     """How many webhooks the tenant has."""
     found: int = session.scalar(select(func.count()).where(Webhook.tenant_id == tenant_id)) or 0

@@ -73,6 +73,7 @@ def create(runtime: Runtime, principal: Principal, url: str, events: Sequence[st
         if store.count(session, principal.tenant_id) >= limit:
             raise Conflict(f"the tenant already has {limit} webhooks (HANGO_MAX_WEBHOOKS_PER_TENANT)")
         store.add(session, webhook)
+        store.mark_subscribed(session, principal.tenant_id)
     return NewWebhook(webhook, secret)
 
 
@@ -94,7 +95,10 @@ def delete(runtime: Runtime, principal: Principal, webhook_id: uuid.UUID) -> Non
     """Delete a webhook and its deliveries; nothing more is sent to it."""
     require_manager(principal)
     with runtime.db.transaction() as session:
+        store.lock_tenant(session, principal.tenant_id)
         session.delete(store.get(session, principal.tenant_id, webhook_id))
+        session.flush()
+        store.recount_subscribed(session, principal.tenant_id)
 
 
 def deliveries(
