@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import ColumnElement, Select, Table, and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import JSONB
@@ -15,7 +15,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from hango.kernel.auth import Principal
 from hango.kernel.canonical import sha256_hex
 from hango.kernel.errors import NotFound
-from hango.kernel.models import ApprovalVote, PendingApproval, Run
+from hango.kernel.models import ApprovalVote, PendingApproval, Run, Tenant
 from hango.kernel.pagination import Page, PageRequest, paginate
 from hango.store.runs import get_run, visible_to_bound
 
@@ -173,9 +173,10 @@ def get_visible(session: Session, principal: Principal, approval_id: uuid.UUID) 
     return row
 
 
-def _locked_with_approvals(members_own: bool) -> Select[Run, PendingApproval]:
+def _locked_with_approvals(members_own: bool) -> Select[Run, PendingApproval, bool]:
+    self_approval = select(Tenant.self_approval).where(Tenant.id == Run.tenant_id).scalar_subquery()
     return (
-        select(Run, PendingApproval)
+        select(Run, PendingApproval, self_approval)
         .outerjoin(
             PendingApproval,
             (PendingApproval.tenant_id == Run.tenant_id) & (PendingApproval.run_id == Run.id),
@@ -190,17 +191,32 @@ def _locked_with_approvals(members_own: bool) -> Select[Run, PendingApproval]:
 _LOCKED_WITH_APPROVALS = {False: _locked_with_approvals(False), True: _locked_with_approvals(True)}
 
 
+class Locked(NamedTuple):
+    """A run locked for a decision, every approval of it, and its tenant's ``self_approval`` policy."""
+
+    run: Run
+    approvals: list[PendingApproval]
+    self_approval: bool
+
+
 def locked_with_approvals(
     session: Session, principal: Principal, run_id: uuid.UUID
 ) -> tuple[Run, list[PendingApproval]]:
     """A visible run, its row locked for this transaction, with every approval of it (any state, oldest first),
     in one statement; :class:`~hango.kernel.errors.NotFound` for a run the principal cannot see."""
+    locked = locked_for_decision(session, principal, run_id)
+    return locked.run, locked.approvals
+
+
+def locked_for_decision(session: Session, principal: Principal, run_id: uuid.UUID) -> Locked:
+    """:func:`locked_with_approvals`, with the tenant's ``self_approval`` read in the same statement (the tenant's
+    row is read, not locked: a policy change committed meanwhile applies from the next decision)."""
     statement = _LOCKED_WITH_APPROVALS[not principal.is_manager]
     parameters = {"run_id": run_id, "tenant_id": principal.tenant_id, "user_id": principal.user_id}
     rows = session.execute(statement, parameters).all()
     if not rows:
         raise NotFound(f"run {run_id} not found")
-    return rows[0][0], [approval for _, approval in rows if approval is not None]
+    return Locked(rows[0][0], [approval for _, approval, _ in rows if approval is not None], bool(rows[0][2]))
 
 
 def decided_unanswered(session: Session, run: Run, subagent_call_id: uuid.UUID | None) -> list[PendingApproval]:

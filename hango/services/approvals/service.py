@@ -50,7 +50,6 @@ from hango.services.approvals.commands import DecisionCommand, Malformed, Reques
 from hango.services.grants import GrantSpec
 from hango.store import approvals as store
 from hango.store import subagent_calls as subagent_store
-from hango.store import tenants as tenant_store
 from hango.store.audit import insert_audit_events
 from hango.store.files import one_file
 
@@ -77,7 +76,7 @@ def decide(
     leaves only its audit rows, marked on the raised error as :attr:`~hango.kernel.errors.HangoError.audited`.
     """
     with unit_of_work(runtime) as work:
-        run, rows = store.locked_with_approvals(work.session, principal, run_id)
+        run, rows, self_approval = store.locked_for_decision(work.session, principal, run_id)
         if policy.has_policy(rows) or any(row.on_expiry is not None for row in rows):
             # Calls of this batch may have been voted on, decided, rejected by their deadline or escalated while
             # this request waited for the lock.
@@ -85,7 +84,7 @@ def decide(
         suspended = run.trace_context  # the suspended run's span, read under the lock that decides
         agent = AgentSpec.of_snapshot(run.agent_snapshot)
         try:
-            decisions, chosen = _checked(runtime, work.session, principal, run, agent, rows, request)
+            decisions, chosen = _checked(runtime, work.session, principal, run, agent, rows, request, self_approval)
             remembered = _remembered(runtime, work.session, principal, run, decisions, chosen)
         except HangoError as refusal:
             # Every check comes before the first write, so the refusal's audit rows are all this commits.
@@ -132,11 +131,13 @@ def _checked(
     agent: AgentSpec,
     rows: list[PendingApproval],
     request: Request,
+    self_approval: bool,
 ) -> tuple[tuple[DecisionCommand, ...], list[PendingApproval]]:
-    """The request's decisions and the approvals they name, once every check passed (403, then 400, then 409)."""
+    """The request's decisions and the approvals they name, once every check passed (403, then 400, then 409);
+    ``self_approval`` is the tenant's policy, read with the run's lock."""
     if not principal.is_manager:
         raise Forbidden("only an owner or admin may decide approvals; a member never may, not even for their own run")
-    if run.created_by == principal.user_id and not tenant_store.allows_self_approval(session, principal.tenant_id):
+    if run.created_by == principal.user_id and not self_approval:
         raise Forbidden("this tenant's policy forbids self-approval: the run's creator may not decide its approvals")
     standing = policy.standing(principal, rows)
     checks.check_reviewers(rows, standing, {item.id for item in audit.named_approvals(rows, request.named)})
