@@ -622,9 +622,12 @@ def _page_latencies(bench: Bench, queue: QueueTenant, first: int, last: int) -> 
             "row_number() OVER (PARTITION BY r.tenant_id ORDER BY r.id) - 1 AS run "
             "FROM runs r JOIN agents a ON a.id = r.agent_id WHERE a.name = :name) "
             "INSERT INTO pending_approvals (id, tenant_id, run_id, turn, tool_call_id, tool_name, arguments, "
-            "allowed_decisions, state, created_at) "
+            "arguments_sha256, allowed_decisions, state, created_at) "
             "SELECT gen_random_uuid(), r.tenant_id, r.id, 1, 'call_' || g, 'write_file', "
             "jsonb_build_object('file_path', '/memories/x', 'content', 'remember ' || g), "
+            # The arguments' canonical JSON (RFC 8785: keys in order, no spaces), as the server would digest it.
+            "encode(sha256(convert_to('{\"content\":\"remember ' || g || '\",\"file_path\":\"/memories/x\"}', "
+            "'UTF8')), 'hex'), "
             "ARRAY['approve', 'edit', 'reject', 'respond'], 'pending', now() - (:last - g) * interval '50 ms' "
             "FROM generate_series(CAST(:first AS int), CAST(:last AS int)) g "
             "JOIN numbered r ON r.tenant = g % :tenants AND r.run = (g / :tenants) % :runs"

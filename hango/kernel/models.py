@@ -30,7 +30,10 @@ from sqlalchemy import (
     true,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from hango.kernel.canonical import sha256_hex
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -433,6 +436,12 @@ class AuditEvent(Base):
     created_at: Mapped[datetime] = _created_at()
 
 
+def _arguments_sha256(context: DefaultExecutionContext) -> str:
+    """The default of ``pending_approvals.arguments_sha256``: computed from the row's ``arguments``."""
+    parameters: dict[str, Any] = context.get_current_parameters()  # type: ignore[no-untyped-call]
+    return sha256_hex(parameters["arguments"])
+
+
 class PendingApproval(Base):
     """A tool call waiting for (or having had) a human decision; owned, audited and expiring."""
 
@@ -466,6 +475,9 @@ class PendingApproval(Base):
     # The run's thread, copied by the same trigger (migration 0012); null for a run without one.
     thread_id: Mapped[uuid.UUID | None] = mapped_column(nullable=True, server_default=FetchedValue())
     arguments: Mapped[dict[str, Any]] = mapped_column(nullable=False)
+    # The hex SHA-256 of ``arguments``' canonical JSON, stored when the approval is created (migration 0016):
+    # every rendering of the approval shows it, and a decision may name it.
+    arguments_sha256: Mapped[str] = mapped_column(Text, nullable=False, default=_arguments_sha256)
     allowed_decisions: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False)
     subagent_call_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("subagent_calls.id", ondelete="CASCADE"), nullable=True

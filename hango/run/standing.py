@@ -22,6 +22,7 @@ from hango.agent.grant_terms import covers
 from hango.agent.interrupts import is_reviewer
 from hango.agent.loop import GrantWithdrawn
 from hango.agent.state import Decision, GrantLookup, PendingCall
+from hango.kernel.canonical import sha256_hex
 from hango.kernel.models import Grant, PendingApproval
 from hango.store import approvals as approval_store
 from hango.store import grants as grant_store
@@ -57,6 +58,7 @@ def _row(
         tool_call_id=pending.call.id,
         tool_name=pending.call.name,
         arguments=pending.call.input,
+        arguments_sha256=sha256_hex(pending.call.input),
         allowed_decisions=list(pending.allowed_decisions),
         subagent_call_id=pending.subagent_call_id or subagent_call_id,
         reviewers=dict(pending.reviewers) if pending.reviewers is not None else None,

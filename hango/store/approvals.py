@@ -13,7 +13,6 @@ from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from hango.kernel.auth import Principal
-from hango.kernel.canonical import sha256_hex
 from hango.kernel.errors import NotFound
 from hango.kernel.models import ApprovalVote, PendingApproval, Run, Tenant
 from hango.kernel.pagination import Page, PageRequest, paginate
@@ -35,7 +34,7 @@ def approval_json(row: PendingApproval, ttl: timedelta) -> dict[str, Any]:
         "tool_call_id": row.tool_call_id,
         "tool_name": row.tool_name,
         "arguments": row.arguments,
-        "arguments_sha256": sha256_hex(row.arguments),
+        "arguments_sha256": row.arguments_sha256,
         "allowed_decisions": list(row.allowed_decisions),
         "state": row.state,
         "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
@@ -93,7 +92,7 @@ def requested_event(row: PendingApproval) -> dict[str, Any]:
     return {
         **_call(row),
         "arguments": row.arguments,
-        "arguments_sha256": sha256_hex(row.arguments),
+        "arguments_sha256": row.arguments_sha256,
         "allowed_decisions": list(row.allowed_decisions),
         "subagent_call_id": str(row.subagent_call_id) if row.subagent_call_id else None,
         "definition_sha256": row.mcp.get("definition_sha256") if row.mcp else None,
@@ -340,6 +339,7 @@ _PENDING_COLUMNS = (
     "tool_call_id",
     "tool_name",
     "arguments",
+    "arguments_sha256",
     "allowed_decisions",
     "subagent_call_id",
     "reviewers",

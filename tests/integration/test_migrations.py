@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -284,3 +285,49 @@ def _stored_message_events(url: str, run_id: uuid.UUID) -> list[dict[str, Any]]:
             return [row.data for row in rows]
     finally:
         engine.dispose()
+
+
+def test_the_digest_migration_fills_the_approvals_already_stored(empty_database: str) -> None:
+    from hango.kernel.canonical import sha256_hex
+
+    migrate.upgrade(empty_database, "0015")
+    engine = create_engine(engine_url(empty_database))
+    tenant, user, agent, run = (uuid.uuid4() for _ in range(4))
+    arguments = [{"file_path": "/memories/é.md", "content": f"line {n}\n", "n": n / 3} for n in range(3)]
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO tenants (id, name) VALUES (:id, 't')"), {"id": tenant})
+            connection.execute(text("INSERT INTO users (id, email) VALUES (:id, 'u@x')"), {"id": user})
+            connection.execute(
+                text("INSERT INTO agents (id, tenant_id, name, model, created_by) VALUES (:a, :t, 'a', '{}', :u)"),
+                {"a": agent, "t": tenant, "u": user},
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO runs (id, tenant_id, agent_id, agent_snapshot, created_by) "
+                    "VALUES (:r, :t, :a, '{}', :u)"
+                ),
+                {"r": run, "t": tenant, "a": agent, "u": user},
+            )
+            for n, given in enumerate(arguments):
+                connection.execute(
+                    text(
+                        "INSERT INTO pending_approvals (id, tenant_id, run_id, turn, tool_call_id, tool_name, "
+                        "arguments, allowed_decisions) "
+                        "VALUES (gen_random_uuid(), :t, :r, 1, :call, 'write_file', CAST(:arguments AS jsonb), "
+                        "ARRAY['approve'])"
+                    ),
+                    {"t": tenant, "r": run, "call": f"c{n}", "arguments": json.dumps(given)},
+                )
+        migrate.upgrade(empty_database)
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    "SELECT arguments, arguments_sha256 FROM pending_approvals WHERE run_id = :r ORDER BY tool_call_id"
+                ),
+                {"r": run},
+            ).all()
+    finally:
+        engine.dispose()
+    assert [row.arguments_sha256 for row in rows] == [sha256_hex(given) for given in arguments]
+    assert _schema_differences(empty_database) == []
