@@ -129,6 +129,16 @@ def _finished_event(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     return {"tool_call_id": call.id, "tool_name": call.name, "is_error": result.is_error}
 
 
+@dataclass(frozen=True)
+class _Announcement:
+    """An approved call's ``tool.started`` and the loop's state that names it announced (stored as it was then),
+    waiting to commit with the call's ``executing`` mark."""
+
+    call: ToolCall
+    approval_id: str
+    state_json: dict[str, Any]
+
+
 @dataclass
 class _Batch:
     """A tool batch's transaction; finished-call events wait until the results are written under the lock."""
@@ -138,12 +148,21 @@ class _Batch:
     tenant_id: uuid.UUID
     files: FileSystem
     subagent_call_id: uuid.UUID | None
+    # Writes an approved call's announcement that its executing mark did not take along.
+    announce_waiting: Callable[[], None]
     finished: list[dict[str, Any]] = field(default_factory=list)
 
     def tool_finished(self, call: ToolCall, result: ToolResult) -> None:
         self.finished.append(_finished_event(call, result))
 
     def isolated(self, call: ToolCall, run: Callable[[], ToolResult], *, delegates: bool = False) -> ToolResult:
+        result = self._isolated(call, run, delegates)
+        # An approved call the chain answered without running it (its edit no longer fits, its outcome is unknown)
+        # has its start written now, before its batch's results.
+        self.announce_waiting()
+        return result
+
+    def _isolated(self, call: ToolCall, run: Callable[[], ToolResult], delegates: bool) -> ToolResult:
         try:
             with nullcontext() if delegates else self.work.session.begin_nested():
                 return run()
@@ -192,6 +211,7 @@ class RunPersistence:
         self.thread_id = run.thread_id
         self.subagent_call_id = subagent_call_id
         self.extras: Mapping[str, Any] = extras or {}
+        self._announcing: _Announcement | None = None
 
     def check_active(self) -> None:
         """Stop between steps once the heartbeat found the run no longer this worker's (cancelled, or reclaimed).
@@ -224,20 +244,45 @@ class RunPersistence:
     def tool_started(self, call: ToolCall, state: LoopState) -> None:
         """Emit ``tool.started`` before the call runs, and store the loop's state that names the call announced, in
         one fenced transaction (a run no longer this worker's stops here): a re-driven batch then knows the event
-        is in the log."""
-        with unit_of_work(self._runtime) as work:
-            run = self._fenced_with_state(work, state, events=1)
-            work.numbered(run, [("tool.started", {"tool_call_id": call.id, "tool_name": call.name})])
+        is in the log.
 
-    def _fenced_with_state(self, work: Work, state: LoopState, *, events: int = 0) -> RunCounters:
-        """The fenced write of the run's row that stores this loop's state too: in that row for the run's own loop,
-        in its ``subagent_calls`` row for a child's."""
+        A call approved by a human waits for its ``executing`` mark (:meth:`execution_started`, just before its
+        tool runs), and the two commit together: one transaction instead of two. Should the chain answer the call
+        without running it, its batch writes the announcement on its own (:meth:`_Batch.isolated`).
+        """
+        decision = state.decisions.get(call.id)
+        if decision is not None and decision.kind in ("approve", "edit"):
+            self._announcing = _Announcement(call, decision.approval_id, dump_state(state))
+            return
+        with unit_of_work(self._runtime) as work:
+            self._write_announcement(work, call, dump_state(state))
+
+    def _write_announcement(self, work: Work, call: ToolCall, state_json: dict[str, Any]) -> None:
+        run = self._fenced_with_state(work, state_json, events=1)
+        work.numbered(run, [("tool.started", {"tool_call_id": call.id, "tool_name": call.name})])
+
+    def _announce_waiting(self, work: Work | None = None) -> None:
+        """Write the announcement waiting for an executing mark, if any: in ``work``, or in a transaction of its
+        own."""
+        waiting, self._announcing = self._announcing, None
+        if waiting is None:
+            return
+        if work is not None:
+            self._write_announcement(work, waiting.call, waiting.state_json)
+            return
+        with unit_of_work(self._runtime) as own:
+            self._write_announcement(own, waiting.call, waiting.state_json)
+
+    def _fenced_with_state(self, work: Work, state: LoopState | dict[str, Any], *, events: int = 0) -> RunCounters:
+        """The fenced write of the run's row that stores this loop's state (or its stored form) too: in that row for
+        the run's own loop, in its ``subagent_calls`` row for a child's."""
+        state_json = state if isinstance(state, dict) else dump_state(state)
         values: dict[str, Any] = {"updated_at": datetime.now(UTC)}
         if self.subagent_call_id is None:
-            values["state_json"] = dump_state(state)
+            values["state_json"] = state_json
         run = fenced(work, self._lease, values, events=events)
         if self.subagent_call_id is not None:
-            subagent_store.save_state(work.session, self.run_id, self.subagent_call_id, dump_state(state))
+            subagent_store.save_state(work.session, self.run_id, self.subagent_call_id, state_json)
         return run
 
     def standing_approval(self, lookup: GrantLookup) -> StandingApproval | None:
@@ -274,16 +319,22 @@ class RunPersistence:
 
     def execution_started(self, approval_id: str) -> None:
         """Commit an approved call's ``executing`` mark before its tool starts (fenced: a run no longer this
-        worker's stops here, and its call does not run)."""
+        worker's stops here, and its call does not run), with the call's announcement when it waits for it."""
+        if self._announcing is not None and self._announcing.approval_id != approval_id:
+            self._announce_waiting()  # another call's: not expected, but its start must not be lost
         with unit_of_work(self._runtime) as work:
-            fenced(work, self._lease, {"updated_at": datetime.now(UTC)})
+            if self._announcing is not None:
+                self._announce_waiting(work)
+            else:
+                fenced(work, self._lease, {"updated_at": datetime.now(UTC)})
             approval_store.mark_executing(work.session, self.tenant_id, self.run_id, uuid.UUID(approval_id))
 
     @contextmanager
     def batch(self) -> Iterator[_Batch]:
         """The batch's transaction: tools' file changes and the batch's results commit together or not at all."""
         with unit_of_work(self._runtime) as work:
-            yield _Batch(work, self._lease, self.tenant_id, self._files(work.session), self.subagent_call_id)
+            files = self._files(work.session)
+            yield _Batch(work, self._lease, self.tenant_id, files, self.subagent_call_id, self._announce_waiting)
 
     @contextmanager
     def files(self) -> Iterator[FileSystem]:
