@@ -626,7 +626,7 @@ def _page_latencies(bench: Bench, queue: QueueTenant, first: int, last: int) -> 
             "SELECT gen_random_uuid(), r.tenant_id, r.id, 1, 'call_' || g, 'write_file', "
             "jsonb_build_object('file_path', '/memories/x', 'content', 'remember ' || g), "
             # The arguments' canonical JSON (RFC 8785: keys in order, no spaces), as the server would digest it.
-            "encode(sha256(convert_to('{\"content\":\"remember ' || g || '\",\"file_path\":\"/memories/x\"}', "
+            'encode(sha256(convert_to(\'{"content":"remember \' || g || \'","file_path":"/memories/x"}\', '
             "'UTF8')), 'hex'), "
             "ARRAY['approve', 'edit', 'reject', 'respond'], 'pending', now() - (:last - g) * interval '50 ms' "
             "FROM generate_series(CAST(:first AS int), CAST(:last AS int)) g "
