@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from sqlalchemy import Table, bindparam, insert, select
 from sqlalchemy.orm import Session
@@ -17,7 +17,32 @@ from hango.kernel.pagination import Page, PageRequest, paginate
 from hango.store.runs import RunCounters, get_run
 
 
-def message_json(row: MessageRow) -> dict[str, Any]:
+class StoredMessage(Protocol):
+    """What a stored message's API shape and the loop's view of it are made of: a row, or what an insert wrote."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def content(self) -> list[Any]: ...
+
+    @property
+    def subagent_call_id(self) -> uuid.UUID | None: ...
+
+
+class Inserted(NamedTuple):
+    """A message as :func:`insert_messages` wrote it."""
+
+    seq: int
+    role: str
+    content: list[Any]
+    subagent_call_id: uuid.UUID | None
+
+
+def message_json(row: StoredMessage) -> dict[str, Any]:
     """The API shape of a stored message (also the data of ``message.created`` events)."""
     return message_data(row.seq, row.role, row.content, row.subagent_call_id)
 
@@ -32,7 +57,7 @@ def message_data(seq: int, role: str, content: list[Any], subagent_call_id: uuid
     }
 
 
-def to_message(row: MessageRow) -> Message:
+def to_message(row: StoredMessage) -> Message:
     """The loop's view of a stored message."""
     role: Any = row.role
     call_id = str(row.subagent_call_id) if row.subagent_call_id else None
@@ -49,28 +74,27 @@ def insert_messages(
     subagent_call_id: uuid.UUID | None,
     first_seq: int,
     thread_id: uuid.UUID | None = None,
-) -> list[MessageRow]:
+) -> list[Inserted]:
     """Insert messages numbered from ``first_seq`` (a range the caller reserved on the run's counter) at once; a
     thread's run gives its ``thread_id`` (the numbers are then thread-wide).
 
-    One Core ``executemany`` (SQLAlchemy pages it into multi-row statements), not the ORM's unit of work: the rows
-    returned describe what was written and are not attached to the session.
+    One Core ``executemany`` (SQLAlchemy pages it into multi-row statements) of plain values, no ORM objects: a
+    run created with a long history inserts a thousand rows here. Returns what was written.
     """
-    rows = [
-        MessageRow(
-            tenant_id=run.tenant_id,
-            run_id=run.id,
-            seq=first_seq + index,
-            role=message.role,
-            content=message.content,
-            subagent_call_id=subagent_call_id,
-            thread_id=thread_id,
-        )
+    inserted = [
+        Inserted(first_seq + index, message.role, message.content, subagent_call_id)
         for index, message in enumerate(messages)
     ]
-    columns = ("tenant_id", "run_id", "seq", "role", "content", "subagent_call_id", "thread_id")
-    session.execute(_INSERT_MESSAGES, [{name: getattr(row, name) for name in columns} for row in rows])
-    return rows
+    shared = {
+        "tenant_id": run.tenant_id,
+        "run_id": run.id,
+        "subagent_call_id": subagent_call_id,
+        "thread_id": thread_id,
+    }
+    session.execute(
+        _INSERT_MESSAGES, [{**shared, "seq": row.seq, "role": row.role, "content": row.content} for row in inserted]
+    )
+    return inserted
 
 
 def child_history(session: Session, run_id: uuid.UUID, subagent_call_id: uuid.UUID) -> list[Message]:
