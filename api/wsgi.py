@@ -19,6 +19,7 @@ def app_from_env() -> Flask:
     settings = Settings.from_env(os.environ)
     configure_tracing(settings, "api")
     app = create_app(settings)
+    app.extensions["hango"].runtime.queue.prepare()  # before the first request, and before the freeze below
     # What the app built lives as long as the process: the collector need not look at it again. Thousands of
     # streams make full collections frequent, and each would walk every module, model and schema otherwise.
     gc.collect()
