@@ -4,7 +4,9 @@ An open event stream must cost neither a thread nor a broker connection. The API
 workers, so a stream is a greenlet; this module makes it cost no Redis connection either. A process keeps one
 pub/sub connection, pattern-subscribed to every live channel (:data:`PATTERNS`), read by one background reader
 (a greenlet under gevent, a thread elsewhere). The reader hands each message, decoded once, to the bounded queue
-of every local listener of its channel; a message nobody here listens to is dropped.
+of every local listener of its channel; a message nobody here listens to is dropped. Messages that arrived together
+(a decision and its run queued again, published in one round trip, or whatever piled up while the reader was busy)
+are handed out together, in order, so that a stream can write them in one send.
 
 The database stays the log: a listener only learns early what it would otherwise read there. Whenever the
 reader may have missed something — its queue overflowed because the client reads slowly, or the Redis
@@ -53,7 +55,7 @@ class Listener:
         self._messages: deque[Message] = deque()
         self._arrived = threading.Event()
         self._lost = False
-        self._direct: Callable[[Message], bool] | None = None
+        self._direct: Callable[[list[Message]], bool] | None = None
 
     def get(self, timeout: float) -> Message | _Gap | None:
         """The next message; :data:`GAP` when some may have been lost; ``None`` after ``timeout`` seconds quiet."""
@@ -61,14 +63,14 @@ class Listener:
         return taken[0] if isinstance(taken, list) else taken
 
     def take(
-        self, timeout: float, most: int = 64, direct: Callable[[Message], bool] | None = None
+        self, timeout: float, most: int = 64, direct: Callable[[list[Message]], bool] | None = None
     ) -> list[Message] | _Gap | None:
         """Up to ``most`` messages, as many as are queued once one is (a burst is written at once); :data:`GAP`
         when some may have been lost; ``None`` after ``timeout`` seconds quiet.
 
-        While this waits, ``direct`` is offered each message first, on the reader, and a message it takes
-        (returns ``True`` for) wakes nobody: that is how a stream sends a live event without its own greenlet
-        running. Only where the reader and the streams are greenlets of one hub (a ``hango api`` worker): then
+        While this waits, ``direct`` is offered the messages first, on the reader, as many as arrived together, and
+        messages it takes (returns ``True`` for) wake nobody: that is how a stream sends live events without its own
+        greenlet running. Only where the reader and the streams are greenlets of one hub (a ``hango api`` worker): then
         nothing else runs between this call's checks and the reader's.
         """
         if not self._messages and not self._lost:
@@ -92,21 +94,23 @@ class Listener:
         """Stop receiving; closing twice is harmless."""
         self._fanout.remove(self)
 
-    def offer(self, message: Message) -> None:
-        """Called by the reader: hand a message to the waiting stream's direct handler, else queue it, or mark the
-        listener as having lost one when its queue is full."""
+    def offer(self, messages: list[Message]) -> None:
+        """Called by the reader with messages of the channel that arrived together, in order: hand them to the
+        waiting stream's direct handler, else queue them, or mark the listener as having lost some when its queue
+        is full."""
         direct = self._direct
-        if direct is not None and not self._messages and not self._lost and self._taken_directly(direct, message):
+        if direct is not None and not self._messages and not self._lost and self._taken_directly(direct, messages):
             return
-        if len(self._messages) >= self._size:
-            self._lost = True
-        else:
+        for message in messages:
+            if len(self._messages) >= self._size:
+                self._lost = True
+                break
             self._messages.append(message)
         self._arrived.set()
 
-    def _taken_directly(self, direct: Callable[[Message], bool], message: Message) -> bool:
+    def _taken_directly(self, direct: Callable[[list[Message]], bool], messages: list[Message]) -> bool:
         try:
-            return direct(message)
+            return direct(messages)
         except Exception:  # the stream meets the failure itself; the reader serves every other stream
             log.exception("a stream's direct handler failed on %s; the stream takes the message", self.channel)
             return False
@@ -115,6 +119,28 @@ class Listener:
         """Called by the reader when it may have missed messages (its connection dropped)."""
         self._lost = True
         self._arrived.set()
+
+
+# What the reader reads before handing it out, however much more is waiting: a burst a stream writes in one send.
+_MOST_MESSAGES = 64
+_MOST_BYTES = 65_536
+
+
+class _Arrived:
+    """Messages read together, by channel; each channel's in the order they were published."""
+
+    def __init__(self) -> None:
+        self.by_channel: dict[str, list[bytes]] = {}
+        self.count = 0
+        self.size = 0
+
+    def add(self, channel: str, data: bytes) -> None:
+        self.by_channel.setdefault(channel, []).append(data)
+        self.count += 1
+        self.size += len(data)
+
+    def full(self) -> bool:
+        return self.count >= _MOST_MESSAGES or self.size >= _MOST_BYTES
 
 
 class Fanout:
@@ -196,33 +222,50 @@ class Fanout:
                 message = pubsub.get_message(timeout=1.0)
                 if message is None:
                     continue
-                if message["type"] == "psubscribe":
-                    confirmed += 1
-                    if confirmed == len(PATTERNS):
-                        # Every message published from now on reaches us. After a reconnection, something may
-                        # have been published while nobody here listened: the listeners re-read the log.
-                        if self._reconnecting:
-                            self._lost_all()
-                        self._reconnecting = True
-                        self._ready.set()
-                elif message["type"] == "pmessage":
-                    self._deliver(message["channel"].decode(), message["data"])
+                arrived = _Arrived()
+                while message is not None:
+                    if message["type"] == "pmessage":
+                        arrived.add(message["channel"].decode(), message["data"])
+                    elif message["type"] == "psubscribe":
+                        self._deliver_all(arrived)
+                        arrived = _Arrived()
+                        confirmed += 1
+                        if confirmed == len(PATTERNS):
+                            self._subscribed()
+                    # What has arrived meanwhile goes with it (without waiting for more).
+                    message = None if arrived.full() else pubsub.get_message(timeout=0.0)
+                self._deliver_all(arrived)
                 yield None
         finally:
             pubsub.close()
 
-    def _deliver(self, channel: str, data: bytes) -> None:
+    def _subscribed(self) -> None:
+        """Every message published from now on reaches us. After a reconnection, something may have been published
+        while nobody here listened: the listeners re-read the log."""
+        if self._reconnecting:
+            self._lost_all()
+        self._reconnecting = True
+        self._ready.set()
+
+    def _deliver_all(self, arrived: _Arrived) -> None:
+        for channel, data in arrived.by_channel.items():
+            self._deliver(channel, data)
+
+    def _deliver(self, channel: str, data: list[bytes]) -> None:
         with self._lock:
             listeners = list(self._listeners.get(channel, ()))
         if not listeners:
             return
-        try:
-            decoded = json.loads(data)
-        except ValueError:
-            log.warning("dropping an undecodable message on %s", channel)
+        messages = []
+        for item in data:
+            try:
+                messages.append(json.loads(item))
+            except ValueError:
+                log.warning("dropping an undecodable message on %s", channel)
+        if not messages:
             return
         for listener in listeners:
-            listener.offer(decoded)
+            listener.offer(messages)
 
     def _lost_all(self) -> None:
         with self._lock:

@@ -256,17 +256,18 @@ class Followed(Generic[Item]):
                 return End.LOG_ENDED if outcome == "ended" else reached
             self._last = reached
 
-    def _send_now(self, message: Message) -> bool:
-        """On the reader, while the stream waits: send ``message`` to the wire when it is simply the next event
-        and no check is due. ``False`` leaves it to the stream, woken (for what the wire could not send at once,
-        too: the stream finishes that first, then skips the message as already sent)."""
+    def _send_now(self, messages: list[Message]) -> bool:
+        """On the reader, while the stream waits: send ``messages`` (published together) to the wire in one write
+        when they are simply the next events and no check is due. ``False`` leaves them to the stream, woken (for
+        what the wire could not send at once, too: the stream finishes that first, then skips the messages as
+        already sent)."""
         if self._wire is None or self._check_due():
             return False
-        burst, reached, outcome = self._next_of([message], self._last)
+        burst, reached, outcome = self._next_of(messages, self._last)
         if outcome != "more":
             return False
         self._last = reached
-        return not burst or self._wire.send_now(burst[0].wire)
+        return not burst or self._wire.send_now(_wire(burst))
 
     def _next_of(self, messages: list[Message], last: int) -> tuple[list[Item], int, str]:
         """The events among ``messages`` that directly follow ``last`` and the caller may see, the number reached,
@@ -366,6 +367,11 @@ class ApprovalStream(Followed[ApprovalNotice]):
 
     def _may_see(self, item: ApprovalNotice) -> bool:
         return self.principal.is_manager or item.run_creator == self.principal.user_id
+
+
+def _wire(burst: list[Item]) -> bytes:
+    """The encoded frames of events sent together, one after the other."""
+    return burst[0].wire if len(burst) == 1 else b"".join(item.wire for item in burst)
 
 
 def _shared(message: Message, decode: Callable[[Message], Item], key: str) -> Item:

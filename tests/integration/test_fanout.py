@@ -89,11 +89,11 @@ def test_a_waiting_listeners_direct_handler_takes_messages_and_a_failing_one_lea
     listener = fanout.listen(channel)
     handled: list[Message] = []
 
-    def take_directly(message: Message) -> bool:
-        handled.append(message)
+    def take_directly(messages: list[Message]) -> bool:
+        handled.extend(messages)
         return True
 
-    def fail(message: Message) -> bool:
+    def fail(messages: list[Message]) -> bool:
         raise KeyError("seq")
 
     def publish_soon(seq: int) -> None:
@@ -106,3 +106,28 @@ def test_a_waiting_listeners_direct_handler_takes_messages_and_a_failing_one_lea
     assert listener.take(5.0, direct=fail) == [{"seq": 2}]  # the reader lived on, and the message waited
     publisher.publish(channel, json.dumps({"seq": 3}))
     assert _next(listener) == {"seq": 3}
+
+
+def test_messages_published_together_reach_a_direct_handler_together_and_in_order(
+    named: tuple[Fanout, redis.Redis, str],
+) -> None:
+    fanout, publisher, _ = named
+    channel, other = _channel(), _channel()
+    listener, elsewhere = fanout.listen(channel), fanout.listen(other)
+    bursts: list[list[Message]] = []
+
+    def take_directly(messages: list[Message]) -> bool:
+        bursts.append(messages)
+        return True
+
+    def publish_soon() -> None:
+        with publisher.pipeline(transaction=False) as pipe:  # one round trip, as a transaction's events are
+            pipe.publish(channel, json.dumps({"seq": 1}))
+            pipe.publish(other, json.dumps({"seq": 1}))
+            pipe.publish(channel, json.dumps({"seq": 2}))
+            pipe.execute()
+
+    threading.Timer(0.3, publish_soon).start()
+    assert listener.take(2.0, direct=take_directly) is None
+    assert bursts == [[{"seq": 1}, {"seq": 2}]]  # one call, so one write to the stream's client
+    assert _next(elsewhere) == {"seq": 1}  # another channel's message, read with them, went to its own listener
