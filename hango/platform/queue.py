@@ -88,15 +88,16 @@ class RunQueue:
         self._ttl = max(1, int(settings.enqueue_dedup_ttl.total_seconds()))
 
     def prepare(self) -> None:
-        """Load now what Celery loads when a process sends its first task: the message protocol, the (disabled)
-        result backend and the broker transport's modules. Nothing connects.
+        """Load now what Celery loads when a process sends its first task: the message protocol and its sender,
+        routes and queues, the (disabled) result backend and the broker transport's modules. Nothing connects.
 
         An API worker that has not would spend about a hundred milliseconds in those imports at its first enqueue
         (its first run created, or its first decision), with every greenlet of the process waiting: the live
         events of that decision would reach the process's streams only afterwards.
         """
         celery = self._celery
-        _ = (celery.amqp, celery.backend, celery.producer_pool)
+        amqp = celery.amqp
+        _ = (amqp.send_task_message, amqp.router, amqp.queues, celery.backend, celery.producer_pool)
 
     def enqueue(self, run_id: uuid.UUID, generation: int) -> bool:
         """Send the run's task unless this generation was sent recently; ``True`` when a message was sent."""
