@@ -52,7 +52,7 @@ def cli_database() -> Iterator[str]:
 def test_db_upgrade_and_downgrade(empty_database: str) -> None:
     env = _env(HANGO_DATABASE_URL=empty_database)
     assert _run(["db", "upgrade"], env).returncode == 0
-    assert "0013 (head)" in _run(["db", "current"], env).stdout
+    assert "0016 (head)" in _run(["db", "current"], env).stdout
     assert _run(["db", "downgrade", "0001"], env).returncode == 0
     assert "0001" in _run(["db", "current"], env).stdout
     assert _run(["db", "downgrade", "base"], env).returncode == 0
