@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -112,7 +113,10 @@ class Counter:
 
 def _table(statement: str) -> str:
     """The table a statement is about: the first after FROM for a read, INTO for an insert, UPDATE for an update."""
-    words = statement.replace("\n", " ").split()
+    flat = statement.replace("\n", " ")
+    while (inner := re.sub(r"\([^()]*\)", "", flat)) != flat:  # subqueries out: the statement's own table
+        flat = inner
+    words = flat.split()
     keyword = {"SELECT": "FROM", "INSERT": "INTO", "UPDATE": "UPDATE"}.get(words[0] if words else "", "")
     if keyword in words and words.index(keyword) + 1 < len(words):
         return words[words.index(keyword) + 1]
