@@ -32,15 +32,17 @@ class Mark:
 
 @dataclass(frozen=True)
 class Collect:
-    """Wait up to ``timeout`` seconds for every open stream to see ``event``; answered with the arrival times
-    (``None`` for a stream that did not see it) and how many streams are open."""
+    """Wait up to ``timeout`` seconds for every open stream (of ``path`` only, when given) to see ``event``;
+    answered with the arrival times (``None`` for a stream that did not see it) and how many streams are open."""
 
     event: str
     timeout: float
+    path: str | None = None
 
 
 @dataclass
 class _Stream:
+    path: str
     seen: dict[str, float] = field(default_factory=dict)
     closed: bool = False
 
@@ -53,7 +55,7 @@ class _Clients:
         self.tasks: set[asyncio.Task[None]] = set()
 
     async def open(self, command: Open) -> int:
-        fresh = [_Stream() for _ in range(command.count)]
+        fresh = [_Stream(command.path) for _ in range(command.count)]
         self.streams.extend(fresh)
         for stream in fresh:
             task = asyncio.create_task(self._follow(command.path, stream))
@@ -63,7 +65,7 @@ class _Clients:
         return sum(command.ready in stream.seen for stream in fresh)
 
     async def collect(self, command: Collect) -> tuple[list[float | None], int]:
-        live = [stream for stream in self.streams if not stream.closed]
+        live = [s for s in self.streams if not s.closed and command.path in (None, s.path)]
         await self._until(live, command.event, command.timeout)
         return [stream.seen.get(command.event) for stream in live], len(live)
 

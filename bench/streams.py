@@ -203,8 +203,8 @@ def _rounds(
         reached += len(heard)
         expected += live
         print(f"round {index + 1}: approval.decided reached {len(heard)}/{live}", flush=True)
-        if mode.run_streams:
-            _ask(pipe, Collect("run.finished", 30))  # the run streams end with their run
+        if mode.run_streams:  # the run streams end with their run
+            _ask(pipe, Collect("run.finished", 30, f"/v1/runs/{run_id}/events"))
         _finished(client, run_id)
     return {"latencies": latencies, "reached": reached, "expected": expected, "loaded": loaded, "memory": memory}
 
