@@ -10,8 +10,10 @@ from typing import Any
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from hango.kernel.models import AuditEvent, RunEvent
+from hango.kernel.auth import Principal
+from hango.kernel.models import Agent, AuditEvent, RunEvent
 from hango.platform.db import Database
+from hango.services import tenancy
 from tests.integration.conftest import Person, TenantFixture, create_agent, start_run, wait_for_state
 
 MEMORY = "/memories/AGENTS.md"
@@ -103,3 +105,25 @@ def assert_paired(events: list[tuple[int, str, dict[str, Any]]], opens: str, clo
     early = [name for name in opened if position[(closes, name)] < position[(opens, name)]]
     assert not early, f"{closes} before {opens}: {early}"
     return opened
+
+
+def stored_agent(db: Database, script: list[dict[str, Any]], tools: list[str]) -> tuple[Principal, uuid.UUID]:
+    """A new tenant's owner and a scripted agent of theirs, written straight to the database (no API: for tests of
+    the services, and of a database the API does not serve)."""
+    created = tenancy.create_tenant(db, "t", f"owner-{uuid.uuid4().hex[:8]}@example.com")
+    owner = Principal(created.tenant_id, created.user_id, "owner")
+    agent = Agent(
+        id=uuid.uuid4(),
+        tenant_id=owner.tenant_id,
+        name="a",
+        created_by=owner.user_id,
+        interrupt_on={},
+        subagents=[],
+        model={"provider": "scripted", "script": script},
+        tools=tools,
+        system_prompt="",
+        max_turns=5,
+    )
+    with db.transaction() as session:
+        session.add(agent)
+    return owner, agent.id

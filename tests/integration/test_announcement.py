@@ -16,16 +16,16 @@ from sqlalchemy.engine import Engine
 from hango.agent.messages import ToolCall, ToolResult, user_message
 from hango.agent.state import Decision, LoopState, load_state
 from hango.api.decision_requests import read_request
-from hango.kernel.auth import Principal
 from hango.kernel.config import Settings
-from hango.kernel.models import Agent, PendingApproval, Run, RunEvent
+from hango.kernel.models import PendingApproval, Run, RunEvent
 from hango.platform.db import Database
 from hango.platform.runtime import Runtime
 from hango.run import service
 from hango.run.persistence import RunPersistence
 from hango.run.transitions import Lease
 from hango.run.worker import claim_run, execute_run
-from hango.services import approvals, tenancy
+from hango.services import approvals
+from tests.integration.hitl_helpers import stored_agent
 
 CALL = ToolCall("w", "write_file", {"file_path": "/memories/x", "content": "remember"})
 
@@ -39,26 +39,9 @@ def runtime(settings: Settings, db: Database) -> Runtime:
 def _approved_and_claimed(runtime: Runtime) -> tuple[RunPersistence, LoopState, uuid.UUID]:
     """A run whose write_file call a human approved, claimed again by this test's worker; the persistence of its
     loop, a state holding the decision, and the approval's id."""
-    created = tenancy.create_tenant(runtime.db, "t", f"o-{uuid.uuid4().hex[:8]}@example.com")
-    owner = Principal(created.tenant_id, created.user_id, "owner")
-    agent = Agent(
-        id=uuid.uuid4(),
-        tenant_id=owner.tenant_id,
-        name="a",
-        created_by=owner.user_id,
-        interrupt_on={},
-        subagents=[],
-        model={
-            "provider": "scripted",
-            "script": [{"tool_calls": [{"id": CALL.id, "name": CALL.name, "args": CALL.input}]}],
-        },
-        tools=["write_file"],
-        system_prompt="",
-        max_turns=5,
-    )
-    with runtime.db.transaction() as session:
-        session.add(agent)
-    run = service.create_run(runtime, owner, agent.id, [user_message("go")])
+    script = [{"tool_calls": [{"id": CALL.id, "name": CALL.name, "args": CALL.input}]}]
+    owner, agent_id = stored_agent(runtime.db, script, ["write_file"])
+    run = service.create_run(runtime, owner, agent_id, [user_message("go")])
     assert execute_run(runtime, run.id) == "suspended"
     body = {"decisions": [{"tool_call_id": CALL.id, "decision": "approve"}]}
     [approval] = approvals.decide(runtime, owner, run.id, read_request(body)).approvals

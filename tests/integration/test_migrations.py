@@ -224,36 +224,19 @@ def test_message_events_refer_to_their_messages_and_both_migrations_keep_the_rep
     empty_database: str, settings: Settings
 ) -> None:
     from hango.agent.messages import Message, user_message
-    from hango.kernel.auth import Principal
-    from hango.kernel.models import Agent
     from hango.platform.db import Database
     from hango.platform.runtime import Runtime
     from hango.run import service
-    from hango.services import tenancy
+    from tests.integration.hitl_helpers import stored_agent
 
     migrate.upgrade(empty_database)
     db = Database(empty_database)
     runtime = Runtime.build(
         settings.replace(database_url=empty_database, queue=f"nowhere-{uuid.uuid4().hex[:6]}"), db=db
     )
-    created = tenancy.create_tenant(db, "t", "o@example.com")
-    owner = Principal(created.tenant_id, created.user_id, "owner")
-    agent = Agent(
-        id=uuid.uuid4(),
-        tenant_id=owner.tenant_id,
-        name="a",
-        created_by=owner.user_id,
-        interrupt_on={},
-        subagents=[],
-        model={"provider": "scripted", "script": []},
-        tools=[],
-        system_prompt="",
-        max_turns=5,
-    )
-    with db.transaction() as session:
-        session.add(agent)
+    owner, agent_id = stored_agent(db, [], [])
     said = [user_message("first"), Message(role="assistant", content=[{"type": "text", "text": "second"}])]
-    run = service.create_run(runtime, owner, agent.id, [*said, user_message("third")])
+    run = service.create_run(runtime, owner, agent_id, [*said, user_message("third")])
     replayed = service.events_after(runtime, owner, run.id, 0)[0]
     messages = [event.data for event in replayed if event.type == "message.created"]
     assert [message["content"][0]["text"] for message in messages] == ["first", "second", "third"]
