@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.engine import make_url
 
 from hango.kernel.auth import Principal
@@ -223,3 +223,14 @@ def summary(samples: list[float]) -> str:
     """Median and spread of samples, in milliseconds."""
     median, p90 = percentile(samples, 0.5) * 1000, percentile(samples, 0.9) * 1000
     return f"median {median:8.2f} ms   p90 {p90:8.2f} ms   n={len(samples)}"
+
+
+@contextmanager
+def connected(url: str) -> Iterator[Connection]:
+    """An autocommit connection to the database at ``url`` (for a benchmark whose hango system is not running)."""
+    engine = create_engine(engine_url(url), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as database:
+            yield database
+    finally:
+        engine.dispose()

@@ -50,12 +50,11 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.types import Command
-from sqlalchemy import Connection, create_engine, text
+from sqlalchemy import Connection, text
 
 from bench import langgraph_api_server, langgraph_graph
-from bench.common import scratch_database
+from bench.common import connected, scratch_database
 from bench.figures import WRITE_MEMORY, Bench, Rounds, _pause_then_resume, history, system
-from hango.platform.db import engine_url
 
 SIZES = (10, 1000)
 SIDES = ("hango", "langgraph", "deepagents", "langgraph-api", "dbos")
@@ -103,7 +102,7 @@ def main() -> None:
             database = bench.database
             _record(results, "hango", [_hango(bench, size, args.rounds) for size in SIZES])
         else:
-            database = stack.enter_context(connection(url))
+            database = stack.enter_context(connected(url))
         if "langgraph" in sides or "deepagents" in sides:
             _checkpointed(url, database, sides, args.rounds, results)
         if "langgraph-api" in sides:
@@ -112,17 +111,6 @@ def main() -> None:
             _record(results, "dbos", _dbos(url, database, args.rounds))
             print(f"dbos: storage counts the workflow's rows in {', '.join(_dbos_tables(database))}", flush=True)
     _table(results, sides)
-
-
-@contextmanager
-def connection(url: str) -> Iterator[Connection]:
-    """An autocommit connection to the database at ``url`` (when hango's system, which has one, is not running)."""
-    engine = create_engine(engine_url(url), isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as database:
-            yield database
-    finally:
-        engine.dispose()
 
 
 def _versions(sides: list[str]) -> None:

@@ -30,9 +30,8 @@ import statistics
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Annotated, Any, TypedDict
@@ -41,13 +40,12 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
-from sqlalchemy import Connection, create_engine, text
+from sqlalchemy import Connection, text
 
-from bench.common import ROOT, percentile, scratch_database
+from bench.common import ROOT, connected, percentile, scratch_database
 from bench.figures import Bench, Rounds, system
 from bench.peers import ScriptedChatModel, checkpoint_bytes, saver
 from hango.agent.config import MAX_TURNS_LIMIT
-from hango.platform.db import engine_url
 
 WINDOW = 100
 SIZES = (10, 2000)
@@ -459,17 +457,6 @@ def main() -> None:
     print(f"\nAll figures ({time.monotonic() - started:.0f} s):\n\n{HEADER}")
     for figure in figures:
         print(figure.markdown())
-
-
-@contextmanager
-def connected(url: str) -> Iterator[Connection]:
-    """An autocommit connection to the scratch database."""
-    engine = create_engine(engine_url(url), isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as database:
-            yield database
-    finally:
-        engine.dispose()
 
 
 if __name__ == "__main__":
