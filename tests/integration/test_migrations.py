@@ -16,9 +16,11 @@ from sqlalchemy.exc import DBAPIError
 from hango.api.decision_requests import read_request
 from hango.kernel.config import Settings
 from hango.kernel.models import Base
-from hango.platform.db import engine_url
+from hango.platform.db import Database, engine_url
+from hango.platform.runtime import Runtime
 from hango.processes import migrate
 from tests.conftest import create_database, drop_database
+from tests.integration.hitl_helpers import stored_agent
 
 
 @pytest.fixture
@@ -44,6 +46,14 @@ def _schema_differences(url: str) -> list[object]:
             return list(compare_metadata(context, Base.metadata))
     finally:
         engine.dispose()
+
+
+def _migrated_runtime(url: str, settings: Settings) -> tuple[Database, Runtime]:
+    """The database at ``url`` migrated to the newest schema, and a runtime on it whose runs are enqueued onto a
+    queue nobody consumes (the test drives them)."""
+    migrate.upgrade(url)
+    db = Database(url)
+    return db, Runtime.build(settings.replace(database_url=url, queue=f"nowhere-{uuid.uuid4().hex[:6]}"), db=db)
 
 
 def test_upgrade_downgrade_upgrade_round_trip(empty_database: str) -> None:
@@ -81,6 +91,20 @@ def test_every_constraint_and_index_follows_the_naming_convention(database_url: 
     assert offenders == []
 
 
+def _insert_run(connection: Any, tenant: uuid.UUID, user: uuid.UUID, agent: uuid.UUID, run: uuid.UUID) -> None:
+    """A tenant, its user, an agent and a run, in plain SQL (for a schema the models may not describe)."""
+    connection.execute(text("INSERT INTO tenants (id, name) VALUES (:id, 't')"), {"id": tenant})
+    connection.execute(text("INSERT INTO users (id, email) VALUES (:id, :email)"), {"id": user, "email": f"{user}@x"})
+    connection.execute(
+        text("INSERT INTO agents (id, tenant_id, name, model, created_by) VALUES (:a, :t, 'a', '{}', :u)"),
+        {"a": agent, "t": tenant, "u": user},
+    )
+    connection.execute(
+        text("INSERT INTO runs (id, tenant_id, agent_id, agent_snapshot, created_by) VALUES (:r, :t, :a, '{}', :u)"),
+        {"r": run, "t": tenant, "a": agent, "u": user},
+    )
+
+
 @pytest.mark.parametrize("table", ["messages", "run_events"])
 def test_logs_are_append_only(database_url: str, table: str) -> None:
     engine = create_engine(engine_url(database_url))
@@ -90,21 +114,7 @@ def test_logs_are_append_only(database_url: str, table: str) -> None:
     extra_value = ", 'user'" if table == "messages" else ", 'run.queued'"
     try:
         with engine.begin() as connection:
-            connection.execute(text("INSERT INTO tenants (id, name) VALUES (:id, 't')"), {"id": tenant})
-            connection.execute(
-                text("INSERT INTO users (id, email) VALUES (:id, :email)"), {"id": user, "email": f"{user}@x"}
-            )
-            connection.execute(
-                text("INSERT INTO agents (id, tenant_id, name, model, created_by) VALUES (:a, :t, 'a', '{}', :u)"),
-                {"a": agent, "t": tenant, "u": user},
-            )
-            connection.execute(
-                text(
-                    "INSERT INTO runs (id, tenant_id, agent_id, agent_snapshot, created_by) "
-                    "VALUES (:r, :t, :a, '{}', :u)"
-                ),
-                {"r": run, "t": tenant, "a": agent, "u": user},
-            )
+            _insert_run(connection, tenant, user, agent, run)
             connection.execute(
                 text(
                     f"INSERT INTO {table} (tenant_id, run_id, seq, {column}{extra}) "
@@ -130,46 +140,15 @@ def test_the_approvals_migration_downgrade_fails_suspended_and_decided_runs_firs
     empty_database: str, settings: Settings
 ) -> None:
     from hango.agent.messages import user_message
-    from hango.kernel.auth import Principal
-    from hango.kernel.models import Agent
-    from hango.platform.db import Database
-    from hango.platform.runtime import Runtime
     from hango.run import service
     from hango.run.worker import execute_run
-    from hango.services import approvals, tenancy
+    from hango.services import approvals
 
-    migrate.upgrade(empty_database)
-    db = Database(empty_database)
     # Runs are enqueued onto a queue nobody consumes: a decided run stays queued, its decisions unconsumed.
-    runtime = Runtime.build(
-        settings.replace(database_url=empty_database, queue=f"nowhere-{uuid.uuid4().hex[:6]}"), db=db
-    )
-    created = tenancy.create_tenant(db, "t", "o@example.com")
-    owner = Principal(created.tenant_id, created.user_id, "owner")
-    agent = Agent(
-        id=uuid.uuid4(),
-        tenant_id=owner.tenant_id,
-        name="a",
-        created_by=owner.user_id,
-        interrupt_on={},
-        subagents=[],
-        model={
-            "provider": "scripted",
-            "script": [
-                {
-                    "tool_calls": [
-                        {"id": "w", "name": "write_file", "args": {"file_path": "/memories/AGENTS.md", "content": "x"}}
-                    ]
-                }
-            ],
-        },
-        tools=["write_file"],
-        system_prompt="",
-        max_turns=5,
-    )
-    with db.transaction() as session:
-        session.add(agent)
-    waiting, decided = (service.create_run(runtime, owner, agent.id, [user_message("go")]) for _ in range(2))
+    db, runtime = _migrated_runtime(empty_database, settings)
+    write = {"id": "w", "name": "write_file", "args": {"file_path": "/memories/AGENTS.md", "content": "x"}}
+    owner, agent_id = stored_agent(db, [{"tool_calls": [write]}], ["write_file"])
+    waiting, decided = (service.create_run(runtime, owner, agent_id, [user_message("go")]) for _ in range(2))
     assert execute_run(runtime, waiting.id) == "suspended"
     assert execute_run(runtime, decided.id) == "suspended"
     body = {"decisions": [{"tool_call_id": "w", "decision": "reject", "message": "no"}]}
@@ -224,16 +203,9 @@ def test_message_events_refer_to_their_messages_and_both_migrations_keep_the_rep
     empty_database: str, settings: Settings
 ) -> None:
     from hango.agent.messages import Message, user_message
-    from hango.platform.db import Database
-    from hango.platform.runtime import Runtime
     from hango.run import service
-    from tests.integration.hitl_helpers import stored_agent
 
-    migrate.upgrade(empty_database)
-    db = Database(empty_database)
-    runtime = Runtime.build(
-        settings.replace(database_url=empty_database, queue=f"nowhere-{uuid.uuid4().hex[:6]}"), db=db
-    )
+    db, runtime = _migrated_runtime(empty_database, settings)
     owner, agent_id = stored_agent(db, [], [])
     said = [user_message("first"), Message(role="assistant", content=[{"type": "text", "text": "second"}])]
     run = service.create_run(runtime, owner, agent_id, [*said, user_message("third")])
@@ -279,19 +251,7 @@ def test_the_digest_migration_fills_the_approvals_already_stored(empty_database:
     arguments = [{"file_path": "/memories/é.md", "content": f"line {n}\n", "n": n / 3} for n in range(3)]
     try:
         with engine.begin() as connection:
-            connection.execute(text("INSERT INTO tenants (id, name) VALUES (:id, 't')"), {"id": tenant})
-            connection.execute(text("INSERT INTO users (id, email) VALUES (:id, 'u@x')"), {"id": user})
-            connection.execute(
-                text("INSERT INTO agents (id, tenant_id, name, model, created_by) VALUES (:a, :t, 'a', '{}', :u)"),
-                {"a": agent, "t": tenant, "u": user},
-            )
-            connection.execute(
-                text(
-                    "INSERT INTO runs (id, tenant_id, agent_id, agent_snapshot, created_by) "
-                    "VALUES (:r, :t, :a, '{}', :u)"
-                ),
-                {"r": run, "t": tenant, "a": agent, "u": user},
-            )
+            _insert_run(connection, tenant, user, agent, run)
             for n, given in enumerate(arguments):
                 connection.execute(
                     text(
