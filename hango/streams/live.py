@@ -114,6 +114,13 @@ class Batch(Generic[Item]):
             return self.items[0].frame
         return "".join(item.frame for item in self.items)
 
+    @property
+    def wire(self) -> bytes:
+        """:attr:`frame`, encoded (from each event's encoding, made once however many streams send it)."""
+        if len(self.items) == 1:
+            return self.items[0].wire
+        return b"".join(item.wire for item in self.items)
+
 
 @dataclass(frozen=True)
 class Read(Generic[Item]):
@@ -267,7 +274,7 @@ class Followed(Generic[Item]):
         if outcome != "more":
             return False
         self._last = reached
-        return not burst or self._wire.send_now(_wire(burst))
+        return not burst or self._wire.send_now(Batch(burst).wire)
 
     def _next_of(self, messages: list[Message], last: int) -> tuple[list[Item], int, str]:
         """The events among ``messages`` that directly follow ``last`` and the caller may see, the number reached,
@@ -367,11 +374,6 @@ class ApprovalStream(Followed[ApprovalNotice]):
 
     def _may_see(self, item: ApprovalNotice) -> bool:
         return self.principal.is_manager or item.run_creator == self.principal.user_id
-
-
-def _wire(burst: list[Item]) -> bytes:
-    """The encoded frames of events sent together, one after the other."""
-    return burst[0].wire if len(burst) == 1 else b"".join(item.wire for item in burst)
 
 
 def _shared(message: Message, decode: Callable[[Message], Item], key: str) -> Item:
